@@ -1,0 +1,3 @@
+from gpudash.cli import main
+
+raise SystemExit(main())

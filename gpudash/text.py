@@ -1,0 +1,59 @@
+"""Untrusted text from hosts, made safe once at the parse boundary.
+
+Remote output may carry ANSI/OSC escape sequences (title changes, clipboard writes, cursor
+moves) and other control characters. `strip_escapes` removes escape sequences for parsing;
+`clean` additionally neutralises every remaining control character so that the text can be
+shown on a terminal literally.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), other two-byte ESC sequences, and
+# 8-bit C1 CSI/OSC introducers.
+_ESCAPE = re.compile(
+    r"""
+    \x1b\[[0-?]*[ -/]*[@-~]          # CSI
+    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?   # OSC, terminated by BEL or ST (or cut short)
+    | \x1b[PX^_][^\x1b]*(?:\x1b\\)?  # DCS, SOS, PM, APC
+    | \x1b[@-Z\\-_]                  # other Fe sequences
+    | \x9b[0-?]*[ -/]*[@-~]          # 8-bit CSI
+    | \x9d[^\x07\x9c]*(?:\x07|\x9c)? # 8-bit OSC
+    """,
+    re.VERBOSE,
+)
+# Leftovers of an escape whose ESC byte was lost in a paste: "[4m", "[0m".
+_LEFTOVER_SGR = re.compile(r"\[[0-9;]{1,8}m")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_escapes(text: str) -> str:
+    """Remove terminal escape sequences (and their ESC-less leftovers) for parsing."""
+    return _LEFTOVER_SGR.sub("", _ESCAPE.sub("", text))
+
+
+def clean(text: str) -> str:
+    """Text safe to display literally: escapes removed, other control characters shown
+    as U+FFFD-free visible placeholders (`^[`-style), tabs and newlines kept."""
+    text = _ESCAPE.sub("", text)
+    return _CONTROL.sub(lambda m: _caret(m.group()), text)
+
+
+def clean_line(text: str) -> str:
+    """`clean` for one table cell or label: no tabs or newlines either."""
+    return clean(text).replace("\t", " ").replace("\n", " ").replace("\r", "")
+
+
+def _caret(ch: str) -> str:
+    code = ord(ch)
+    if code == 0x0D:
+        return ""
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    return f"<{code:02x}>"
+
+
+def decode(data: bytes) -> str:
+    """Bytes from a host as text: invalid UTF-8 becomes U+FFFD, never an exception."""
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,1 @@
+"""Transports: ssh (asyncssh), local (subprocess + NVML), replay (a saved directory)."""

@@ -1,0 +1,63 @@
+"""The one small async interface every transport offers.
+
+A transport runs POSIX `sh` scripts on one host. The exec string is always the constant
+`/bin/sh -s`; the script travels on stdin, so no value from config is ever parsed by the
+remote user's login shell. Output comes back as raw bytes: decoding is the caller's business,
+so one invalid UTF-8 byte can never tear a connection down.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+
+SCRIPT_COMMAND = "/bin/sh -s"
+
+
+class TransportError(Exception):
+    """A host could not be reached or was lost; `reason` is the one line a user sees."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RemoteProcess(abc.ABC):
+    """A running `/bin/sh -s` with its script already written to stdin (stdout+stderr merged)."""
+
+    @abc.abstractmethod
+    def chunks(self) -> AsyncIterator[bytes]:
+        """Yield output as it arrives (not split on lines: progress bars use `\\r`)."""
+
+    @abc.abstractmethod
+    async def wait(self) -> int | None:
+        """Exit status; None when the connection was lost before the process reported one."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop reading and release the channel. Idempotent, never raises."""
+
+
+class Transport(abc.ABC):
+    """One host, one connection, reused for every command."""
+
+    kind: str = "?"
+
+    @abc.abstractmethod
+    async def connect(self) -> None:
+        """Open the connection (idempotent). Raises TransportError with a one-line reason."""
+
+    @abc.abstractmethod
+    async def start(self, script: str) -> RemoteProcess:
+        """Run `script` under `/bin/sh -s`. Raises TransportError when the host is gone."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the connection. Idempotent, never raises."""
+
+    async def __aenter__(self) -> Transport:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
