@@ -14,6 +14,13 @@ from collections.abc import AsyncIterator
 SCRIPT_COMMAND = "/bin/sh -s"
 
 
+def script_command(timeout: float | None) -> str:
+    """The constant exec string, with the remote-side timeout when one is asked for."""
+    if timeout is None:
+        return SCRIPT_COMMAND
+    return f"timeout -k 5 {max(1, int(timeout + 0.999))} {SCRIPT_COMMAND}"
+
+
 class TransportError(Exception):
     """A host could not be reached or was lost; `reason` is the one line a user sees."""
 
@@ -48,8 +55,12 @@ class Transport(abc.ABC):
         """Open the connection (idempotent). Raises TransportError with a one-line reason."""
 
     @abc.abstractmethod
-    async def start(self, script: str) -> RemoteProcess:
-        """Run `script` under `/bin/sh -s`. Raises TransportError when the host is gone."""
+    async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        """Run `script` under `/bin/sh -s`; raises TransportError when the host is gone.
+
+        With `timeout`, the host itself enforces it (`timeout -k 5 N /bin/sh -s`): closing a
+        channel does not stop a remote command, so a client-side timer alone would leak it.
+        """
 
     @abc.abstractmethod
     async def close(self) -> None:
