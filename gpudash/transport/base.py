@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpudash.probe.script import ProbePlan
+    from gpudash.probe.stream import RawSection
 
 SCRIPT_COMMAND = "/bin/sh -s"
 
@@ -65,6 +70,31 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Close the connection. Idempotent, never raises."""
+
+    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
+        """Run the probe script and yield each section as soon as the host prints it.
+
+        Raises TransportError when the connection is lost before the script finished; the
+        sections already yielded stand.
+        """
+        from gpudash.probe.script import build_script
+        from gpudash.probe.stream import FrameReader
+
+        reader = FrameReader(plan.nonce)
+        process = await self.start(build_script(plan), timeout=timeout)
+        try:
+            async for chunk in process.chunks():
+                for section in reader.feed(chunk):
+                    yield section
+            for section in reader.finish():
+                yield section
+            status = await process.wait()
+        finally:
+            await process.close()
+        if reader.fatal:
+            raise TransportError(f"probe could not start on the host ({reader.fatal} failed)")
+        if status is None:
+            raise TransportError("connection lost during the probe")
 
     async def __aenter__(self) -> Transport:
         await self.connect()

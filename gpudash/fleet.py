@@ -1,0 +1,102 @@
+"""Many hosts at once: one transport per host, bounded concurrency, one merged event stream.
+
+A `Fleet` owns the connections for its lifetime, so a re-probe reuses them. Hosts run in their
+own tasks; a slow or hung host only ever delays itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterable
+
+from gpudash.config import Config, HostConfig
+from gpudash.model import Event, HostState, HostStateChanged, ProbeFinished
+from gpudash.probe.run import probe_host
+from gpudash.transport.base import Transport
+
+_DONE = object()
+
+
+class Fleet:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._transports: dict[str, Transport] = {}
+        self._ssh_pool = None
+        self._slots = asyncio.Semaphore(max(1, config.concurrency))
+
+    def transport(self, host: HostConfig) -> Transport:
+        if host.name not in self._transports:
+            self._transports[host.name] = self._make(host)
+        return self._transports[host.name]
+
+    def _make(self, host: HostConfig) -> Transport:
+        if host.transport == "local":
+            from gpudash.transport.local import LocalTransport
+
+            return LocalTransport()
+        if host.transport == "replay":
+            from gpudash.transport.replay import ReplayTransport
+
+            return ReplayTransport(host.replay_dir or "")
+        if self._ssh_pool is None:
+            from gpudash.transport.ssh import SshPool
+
+            self._ssh_pool = SshPool(self.config, max_handshakes=self.config.max_handshakes)
+        return self._ssh_pool.transport(host)
+
+    def hosts(self, names: Iterable[str] | None = None) -> list[HostConfig]:
+        if names is None:
+            return list(self.config.hosts)
+        wanted = set(names)
+        return [h for h in self.config.hosts if h.name in wanted]
+
+    async def probe(self, names: Iterable[str] | None = None) -> AsyncIterator[Event]:
+        """Probe the named (default: all) hosts concurrently; events arrive as they happen."""
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        hosts = self.hosts(names)
+
+        async def one(host: HostConfig) -> None:
+            start = time.monotonic()
+            try:
+                async with self._slots:
+                    async for event in probe_host(host, self.transport(host)):
+                        await queue.put(event)
+            except Exception as exc:  # a bug here must cost one host, never the fleet
+                reason = f"internal error: {type(exc).__name__}: {exc}"
+                await queue.put(HostStateChanged(host.name, HostState.FAILED, reason))
+                await queue.put(ProbeFinished(host.name, time.monotonic() - start))
+            finally:
+                await queue.put(_DONE)
+
+        tasks = [asyncio.ensure_future(one(h)) for h in hosts]
+        try:
+            remaining = len(tasks)
+            while remaining:
+                item = await queue.get()
+                if item is _DONE:
+                    remaining -= 1
+                else:
+                    yield item  # type: ignore[misc]
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def close(self) -> None:
+        for transport in self._transports.values():
+            with contextlib.suppress(Exception):
+                await transport.close()
+        if self._ssh_pool is not None:
+            with contextlib.suppress(Exception):
+                await self._ssh_pool.close()
+        self._transports.clear()
+
+    async def __aenter__(self) -> Fleet:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,102 @@
+"""Probe one host: connect, run the one script, parse each section as it arrives.
+
+Yields events; never raises for anything a host does. Sections that did not arrive (the host
+dropped, a section was killed) still get a result carrying the reason, so nothing the host did
+send is lost and every panel can say why it is empty.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from gpudash.aio import deadline
+from gpudash.config import HostConfig
+from gpudash.model import (
+    Event,
+    HostState,
+    HostStateChanged,
+    ProbeFinished,
+    SectionDone,
+    SectionResult,
+)
+from gpudash.probe.parts import split_parts
+from gpudash.probe.registry import Section, all_sections
+from gpudash.probe.script import ProbePlan, make_plan
+from gpudash.probe.stream import RawSection
+from gpudash.transport.base import Transport, TransportError
+
+TIMED_OUT = (124, 137)
+
+
+def plan_for(host: HostConfig, sections: Sequence[Section] | None = None) -> ProbePlan:
+    env = {
+        "GPUDASH_MODEL_DIRS": "\n".join(host.model_dirs),
+        "GPUDASH_VENV_PATHS": "\n".join(host.venv_paths),
+        "GPUDASH_NET_TARGETS": "\n".join(host.network_targets),
+    }
+    return make_plan(sections or all_sections(), env, host.section_timeout)
+
+
+def parse_section(section: Section, raw: RawSection, nonce: str, elapsed: float) -> SectionResult:
+    parts = split_parts(raw.text, nonce)
+    error = None
+    if raw.rc in TIMED_OUT:
+        error = f"timed out after {section.timeout:g}s"
+    elif raw.rc is None:
+        error = "cut off before it finished"
+    elif raw.truncated:
+        error = "output too large: truncated"
+    try:
+        data = section.parse(parts)
+    except Exception as exc:  # a parser bug must not take the host down with it
+        data, error = None, f"could not parse: {type(exc).__name__}: {exc}"
+    return SectionResult(section.name, data, error, parts, elapsed, raw.rc)
+
+
+async def probe_host(
+    host: HostConfig,
+    transport: Transport,
+    sections: Sequence[Section] | None = None,
+) -> AsyncIterator[Event]:
+    plan = plan_for(host, sections)
+    by_name = {s.name: s for s in plan.sections}
+    total = len(plan.sections)
+    start = time.monotonic()
+    yield HostStateChanged(host.name, HostState.CONNECTING, sections_total=total)
+    try:
+        await transport.connect()
+    except TransportError as exc:
+        yield HostStateChanged(host.name, HostState.FAILED, exc.reason)
+        yield ProbeFinished(host.name, time.monotonic() - start)
+        return
+    yield HostStateChanged(host.name, HostState.PROBING, sections_total=total)
+    probe_start = time.monotonic()
+    seen: set[str] = set()
+    failure: str | None = None
+    stream = transport.probe(plan, timeout=host.probe_timeout)
+    try:
+        async with deadline(host.probe_timeout + 5):
+            async for raw in stream:
+                section = by_name.get(raw.name)
+                if section is None or raw.name in seen:
+                    continue  # not ours: a forged or repeated frame
+                seen.add(raw.name)
+                elapsed = time.monotonic() - probe_start
+                yield SectionDone(host.name, parse_section(section, raw, plan.nonce, elapsed))
+    except TransportError as exc:
+        failure = exc.reason
+    except TimeoutError:
+        failure = f"probe timed out after {host.probe_timeout:g}s"
+    finally:
+        await stream.aclose()
+    for name in plan.names:
+        if name not in seen:
+            why = failure or "the host printed no output for it"
+            result = SectionResult(name, None, why, {}, time.monotonic() - probe_start, None)
+            yield SectionDone(host.name, result)
+    if failure:
+        yield HostStateChanged(host.name, HostState.FAILED, failure)
+    else:
+        yield HostStateChanged(host.name, HostState.READY)
+    yield ProbeFinished(host.name, time.monotonic() - start)

@@ -1,0 +1,93 @@
+"""Build the one POSIX `sh` script that probes a host in one round trip.
+
+Every section runs at once in the background, each under its own `timeout`, writing to its
+own file; when one finishes it writes its name to a FIFO, and the foreground loop prints that
+section framed by nonce-carrying markers. Results therefore stream in the order sections
+finish: the first panel fills after one connect plus the fastest section.
+
+Values from config reach the host only as `export NAME=<shlex.quote(value)>` lines; section
+bodies are constant code shipped with gpudash.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+
+from gpudash.probe.registry import Section
+
+PRELUDE = files("gpudash.probe").joinpath("prelude.sh").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class ProbePlan:
+    """What one probe runs: the sections, their timeouts and the values they read."""
+
+    nonce: str
+    sections: tuple[Section, ...]
+    env: Mapping[str, str]
+    section_timeout: float
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.sections)
+
+    def timeout_for(self, section: Section) -> int:
+        return max(1, round(min(section.timeout, self.section_timeout)))
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(8)
+
+
+def make_plan(
+    sections: Sequence[Section], env: Mapping[str, str], section_timeout: float
+) -> ProbePlan:
+    return ProbePlan(new_nonce(), tuple(sections), dict(env), section_timeout)
+
+
+def build_script(plan: ProbePlan) -> str:
+    """The whole probe; `{ ...; } </dev/null` makes sh read all of it before running any,
+    so no command inside can swallow the rest of the script from stdin."""
+    exports = [f"export {k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
+    exports.append(f"export GPUDASH_NONCE={shlex.quote(plan.nonce)}")
+    eof = f"GPUDASH_EOF_{plan.nonce}"
+    writes = [
+        f"cat >\"$D/{s.name}.sh\" <<'{eof}'\n{PRELUDE}\n{s.body}\n{eof}" for s in plan.sections
+    ]
+    launches = [
+        f"gd_run {s.name} {plan.timeout_for(s)} &" for s in plan.sections
+    ]
+    return "\n".join(
+        [
+            "{",
+            *exports,
+            'M="@@gpudash:$GPUDASH_NONCE"',
+            'D=$(mktemp -d "${TMPDIR:-/tmp}/gpudash.XXXXXX") || { echo "$M:fatal:mktemp"; exit 70; }',
+            "trap 'rm -rf \"$D\"' EXIT",
+            "trap 'exit 143' HUP INT TERM PIPE",
+            'mkfifo "$D/q" || { echo "$M:fatal:mkfifo"; exit 71; }',
+            'exec 3<>"$D/q"',
+            "GD_T=; command -v timeout >/dev/null 2>&1 && GD_T=1",
+            *writes,
+            "gd_run() {",
+            '  if [ -n "$GD_T" ]; then timeout -k 2 "$2" sh "$D/$1.sh"; else sh "$D/$1.sh"; fi'
+            ' >"$D/$1.out" 2>&1',
+            '  echo "$1 $?" >&3',
+            "}",
+            *launches,
+            "gd_n=0",
+            f"while [ $gd_n -lt {len(plan.sections)} ] && read -r gd_s gd_rc <&3; do",
+            '  printf \'%s:begin:%s\\n\' "$M" "$gd_s"',
+            '  cat "$D/$gd_s.out"',
+            '  printf \'\\n%s:end:%s:%s\\n\' "$M" "$gd_s" "$gd_rc"',
+            "  gd_n=$((gd_n + 1))",
+            "done",
+            "exec 3>&-",
+            "} </dev/null",
+            "",
+        ]
+    )

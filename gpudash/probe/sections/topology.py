@@ -1,0 +1,116 @@
+"""The topology section: which GPU pairs talk over NVLink, and what the PCIe tree looks like.
+
+`nvidia-smi topo -m` is the one source that says NV18 for every pair on NVSwitch boxes (NVML's
+per-link remote ids point at switches, not peers), so the pair summary comes from it; the
+per-link state and speed come from `nvidia-smi nvlink -s`, and the fabric state (NVSwitch /
+NVL systems) from `nvidia-smi -q`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpudash.probe.nvlink import NvlinkStatus, parse_nvlink
+from gpudash.probe.parts import Part
+from gpudash.probe.topo import Topology as TopoMatrix
+from gpudash.probe.topo import parse_topo
+from gpudash.text import clean_line
+
+NAME = "topology"
+TIMEOUT = 15.0
+
+BODY = """
+gd_topo() { need nvidia-smi || return; nvidia-smi topo -m; }
+gd_nvlink() { need nvidia-smi || return; nvidia-smi nvlink -s; }
+gd_fabric() {
+  need nvidia-smi || return
+  nvidia-smi -q | grep -A 4 '^ *Fabric$' || true
+}
+part topo gd_topo
+part nvlink gd_nvlink
+part fabric gd_fabric
+"""
+
+# Order from best to worst, as the topo -m legend ranks them.
+PCIE_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+@dataclass(frozen=True)
+class Topology:
+    missing: str | None
+    matrix: TopoMatrix | None
+    nvlink: NvlinkStatus | None
+    summary: str
+    gpu_pairs: int
+    nvlink_pairs: int
+    min_nvlink: int | None
+    max_nvlink: int | None
+    worst_pcie: str | None  # the worst PCIe class among non-NVLink GPU pairs
+    inactive_links: int
+    fabric_states: tuple[str, ...]  # per GPU, as `nvidia-smi -q` prints ("Completed", ...)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def all_nvlink(self) -> bool:
+        return self.gpu_pairs > 0 and self.nvlink_pairs == self.gpu_pairs
+
+
+def parse(parts: Mapping[str, Part]) -> Topology:
+    topo_part = parts.get("topo")
+    text = topo_part.text if topo_part else ""
+    if text.strip().endswith("nvidia-smi: not found"):
+        return Topology("nvidia-smi: not found", None, None, "no nvidia-smi", 0, 0, None, None,
+                        None, 0, ())
+    matrix = parse_topo(text) if text.strip() else None
+    nvlink_text = parts["nvlink"].text if "nvlink" in parts else ""
+    nvlink = parse_nvlink(nvlink_text) if nvlink_text.strip() else None
+    counts: list[int] = []
+    pcie: list[str] = []
+    pairs = 0
+    for _a, _b, token in matrix.pairs() if matrix else ():
+        pairs += 1
+        if m := re.fullmatch(r"NV(\d+)", token):
+            counts.append(int(m.group(1)))
+        elif token in PCIE_CLASSES:
+            pcie.append(token)
+    worst = max(pcie, key=PCIE_CLASSES.index) if pcie else None
+    inactive = sum(
+        1 for g in (nvlink.gpus if nvlink else ()) for link in g.links if not link.active
+    )
+    return Topology(
+        missing=None,
+        matrix=matrix,
+        nvlink=nvlink,
+        summary=_summary(pairs, counts, worst, len(matrix.gpus) if matrix else 0),
+        gpu_pairs=pairs,
+        nvlink_pairs=len(counts),
+        min_nvlink=min(counts) if counts else None,
+        max_nvlink=max(counts) if counts else None,
+        worst_pcie=worst,
+        inactive_links=inactive,
+        fabric_states=_fabric_states(parts["fabric"].text if "fabric" in parts else ""),
+        notes=tuple(matrix.notes) if matrix else ("no topology matrix printed",),
+    )
+
+
+def _summary(pairs: int, counts: list[int], worst: str | None, gpus: int) -> str:
+    if gpus == 0:
+        return "no GPUs in the topology"
+    if pairs == 0:
+        return "single GPU: no GPU pairs"
+    if len(counts) == pairs:
+        low, high = min(counts), max(counts)
+        links = f"NV{low}" if low == high else f"NV{low}..NV{high}"
+        return f"all {pairs} pairs {links}"
+    where = {"SYS": "SYS between sockets", "NODE": "NODE within a socket",
+             "PHB": "PHB via the host bridge"}.get(worst or "", worst or "?")
+    if not counts:
+        return f"PCIe only: {where}"
+    return f"NVLink on {len(counts)} of {pairs} pairs; others {where}"
+
+
+def _fabric_states(text: str) -> tuple[str, ...]:
+    states = re.findall(r"^\s*State\s*:\s*(.+?)\s*$", text, flags=re.MULTILINE)
+    return tuple(clean_line(s) for s in states)

@@ -1,0 +1,97 @@
+"""Read a probe's output stream back into sections, as each one arrives.
+
+The stream is untrusted bytes: it is decoded incrementally (invalid UTF-8 becomes U+FFFD),
+and only lines that carry this probe's nonce are markers. A section's text is capped so a host
+printing gigabytes cannot exhaust memory; the cap is noted, never silent.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+MAX_SECTION_CHARS = 4 * 1024 * 1024
+MAX_LINE_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class RawSection:
+    """One section's raw text as the host printed it, with the section script's exit status."""
+
+    name: str
+    rc: int | None
+    text: str
+    truncated: bool = False
+
+
+class FrameReader:
+    """Feed bytes in, get finished sections out."""
+
+    def __init__(self, nonce: str) -> None:
+        mark = re.escape(f"@@gpudash:{nonce}")
+        self._begin = re.compile(rf"^{mark}:begin:([\w.-]+)$")
+        self._end = re.compile(rf"^{mark}:end:([\w.-]+):(-?\d+)$")
+        self._fatal = re.compile(rf"^{mark}:fatal:(\w+)$")
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+        self._current: str | None = None
+        self._lines: list[str] = []
+        self._size = 0
+        self._truncated = False
+        self.fatal: str | None = None
+        self.stray = 0
+
+    def feed(self, data: bytes) -> list[RawSection]:
+        return self._lines_in(self._decoder.decode(data))
+
+    def finish(self) -> list[RawSection]:
+        """End of stream: flush the decoder; a section cut off midway is returned with rc None."""
+        done = self._lines_in(self._decoder.decode(b"", final=True) + "\n")
+        if self._current is not None:
+            done.append(self._emit(None))
+        return done
+
+    def _lines_in(self, text: str) -> list[RawSection]:
+        done: list[RawSection] = []
+        text = self._pending + text
+        *lines, self._pending = text.split("\n")
+        if len(self._pending) > MAX_LINE_CHARS:  # an endless line: keep its head, drop the rest
+            lines.append(self._pending[:MAX_LINE_CHARS])
+            self._pending = ""
+        for line in lines:
+            if section := self._line(line.removesuffix("\r") if self._is_marker(line) else line):
+                done.append(section)
+        return done
+
+    @staticmethod
+    def _is_marker(line: str) -> bool:
+        return line.startswith("@@gpudash:")
+
+    def _line(self, line: str) -> RawSection | None:
+        if m := self._begin.match(line):
+            cut_off = self._emit(None) if self._current is not None else None
+            self._current, self._lines, self._size, self._truncated = m.group(1), [], 0, False
+            return cut_off
+        if (m := self._end.match(line)) and m.group(1) == self._current:
+            return self._emit(int(m.group(2)))
+        if m := self._fatal.match(line):
+            self.fatal = m.group(1)
+            return None
+        if self._current is None:
+            self.stray += 1
+            return None
+        if self._size + len(line) > MAX_SECTION_CHARS:
+            self._truncated = True
+            return None
+        self._lines.append(line[:MAX_LINE_CHARS])
+        self._size += len(line) + 1
+        return None
+
+    def _emit(self, rc: int | None) -> RawSection:
+        text = "\n".join(self._lines)
+        if rc is not None and text.endswith("\n"):
+            text = text[:-1]  # the newline the script adds before the end marker
+        section = RawSection(self._current or "", rc, text, self._truncated)
+        self._current, self._lines, self._size = None, [], 0
+        return section

@@ -1,0 +1,90 @@
+"""The `--save DIR` format: each host's raw outputs, one file per part, readable by eye.
+
+    DIR/HOST/meta.json            state, error, and each section's exit status and parts
+    DIR/HOST/SECTION.PART.txt     exactly what that command printed (decoded as UTF-8)
+
+A part file can be fed straight to `gpudash parse` (e.g. `gpus.smi.txt` is an `nvidia-smi`
+table), and `gpudash probe --replay DIR` reads the directory back without connecting.
+Files are written 0600 in 0700 directories: outputs can name users, paths and hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpudash.model import HostResult
+from gpudash.probe.parts import Part
+
+META = "meta.json"
+
+
+def host_dir_name(host: str) -> str:
+    """A host label as one safe path component."""
+    name = re.sub(r"[^\w.@+-]", "_", host).lstrip(".")
+    return name or "_"
+
+
+def save_host(root: Path, result: HostResult) -> Path:
+    directory = root / host_dir_name(result.name)
+    _mkdir_private(directory)
+    sections: dict[str, Any] = {}
+    for name, section in result.sections.items():
+        parts = {}
+        for part in section.parts.values():
+            label = part.name or "_stray"
+            _write_private(directory / f"{name}.{label}.txt", part.text)
+            parts[label] = part.rc
+        sections[name] = {"rc": section.rc, "error": section.error, "parts": parts}
+    meta = {"host": result.name, "state": result.state.value, "error": result.error,
+            "sections": sections}
+    _write_private(directory / META, json.dumps(meta, indent=2) + "\n")
+    return directory
+
+
+@dataclass(frozen=True)
+class SavedHost:
+    host: str
+    state: str
+    error: str | None
+    sections: dict[str, tuple[int | None, str | None, dict[str, Part]]]
+
+
+def load_host(directory: Path) -> SavedHost:
+    """Read one saved host back. Raises OSError/ValueError with the file named."""
+    meta_path = directory / META
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{meta_path}: not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+    sections = {}
+    for name, info in (meta.get("sections") or {}).items():
+        parts = {}
+        for label, rc in (info.get("parts") or {}).items():
+            path = directory / f"{name}.{label}.txt"
+            text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+            key = "" if label == "_stray" else label
+            parts[key] = Part(key, rc, text)
+        sections[name] = (info.get("rc"), info.get("error"), parts)
+    return SavedHost(str(meta.get("host", directory.name)), str(meta.get("state", "ready")),
+                     meta.get("error"), sections)
+
+
+def saved_hosts(root: Path) -> list[Path]:
+    """Host directories under a save root, sorted by name."""
+    return sorted(p.parent for p in root.glob(f"*/{META}"))
+
+
+def _mkdir_private(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

@@ -1,0 +1,105 @@
+"""The machine gpudash runs on: asyncio subprocesses, and NVML read in-process.
+
+With no config gpudash triages this machine. Its GPU section comes from NVML through
+`pynvml` when the library loads (no nvidia-smi process, ~ms), else from the same
+`nvidia-smi` commands the remote probe runs; both paths parse to the same result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+from collections.abc import AsyncIterator
+
+from gpudash.probe.script import ProbePlan
+from gpudash.probe.stream import RawSection
+from gpudash.transport.base import RemoteProcess, Transport, TransportError, script_command
+
+_KILL_GRACE_S = 2.0
+
+
+class LocalProcess(RemoteProcess):
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        assert self._proc.stdout is not None
+        while chunk := await self._proc.stdout.read(65536):
+            yield chunk
+
+    async def wait(self) -> int | None:
+        return await self._proc.wait()
+
+    async def close(self) -> None:
+        """Stop the whole process group: the script's background sections too."""
+        if self._proc.returncode is not None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, sig)
+            try:
+                await asyncio.wait_for(self._proc.wait(), _KILL_GRACE_S)
+                return
+            except asyncio.TimeoutError:
+                continue
+
+
+class LocalTransport(Transport):
+    kind = "local"
+
+    def __init__(self, *, use_nvml: bool = True) -> None:
+        self.use_nvml = use_nvml
+
+    async def connect(self) -> None:
+        return None
+
+    async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        try:
+            proc = await asyncio.create_subprocess_shell(
+                script_command(timeout),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start /bin/sh: {exc.strerror or exc}") from exc
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(script.encode())
+            await proc.stdin.drain()
+            proc.stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the shell died at once; its exit status tells why
+        return LocalProcess(proc)
+
+    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
+        """The script for every section but gpus, which NVML answers in-process meanwhile."""
+        from gpudash.probe import nvml
+
+        if not (self.use_nvml and "gpus" in plan.names and await nvml.available()):
+            async for section in super().probe(plan, timeout=timeout):
+                yield section
+            return
+        nvml_task = asyncio.ensure_future(asyncio.to_thread(nvml.section, plan.nonce))
+        rest = dataclasses.replace(
+            plan, sections=tuple(s for s in plan.sections if s.name != "gpus")
+        )
+        pending = True
+        try:
+            async for section in super().probe(rest, timeout=timeout):
+                if pending and nvml_task.done():
+                    pending = False
+                    yield nvml_task.result()
+                yield section
+            if pending:
+                pending = False
+                yield await nvml_task
+        finally:
+            nvml_task.cancel()
+
+    async def close(self) -> None:
+        return None
