@@ -58,15 +58,14 @@ def build_script(plan: ProbePlan) -> str:
     writes = [
         f"cat >\"$D/{s.name}.sh\" <<'{eof}'\n{PRELUDE}\n{s.body}\n{eof}" for s in plan.sections
     ]
-    launches = [
-        f"gd_run {s.name} {plan.timeout_for(s)} &" for s in plan.sections
-    ]
+    launches = [f"gd_run {s.name} {plan.timeout_for(s)} &" for s in plan.sections]
     return "\n".join(
         [
             "{",
             *exports,
             'M="@@gpudash:$GPUDASH_NONCE"',
-            'D=$(mktemp -d "${TMPDIR:-/tmp}/gpudash.XXXXXX") || { echo "$M:fatal:mktemp"; exit 70; }',
+            'D=$(mktemp -d "${TMPDIR:-/tmp}/gpudash.XXXXXX") ||',
+            '  { echo "$M:fatal:mktemp"; exit 70; }',
             "trap 'rm -rf \"$D\"' EXIT",
             "trap 'exit 143' HUP INT TERM PIPE",
             'mkfifo "$D/q" || { echo "$M:fatal:mkfifo"; exit 71; }',

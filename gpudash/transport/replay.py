@@ -48,7 +48,9 @@ class ReplayTransport(Transport):
                 if not part.name:
                     frames.append(part.text)
                     continue
-                end = "" if part.rc is None else f"\n@@gpudash:{plan.nonce}:rc:{part.name}:{part.rc}"
+                end = (
+                    "" if part.rc is None else f"\n@@gpudash:{plan.nonce}:rc:{part.name}:{part.rc}"
+                )
                 frames.append(f"@@gpudash:{plan.nonce}:part:{part.name}\n{part.text}{end}")
             yield RawSection(name, rc, "\n".join(frames))
 

@@ -1,0 +1,117 @@
+"""The headless commands (`probe`, `parse`) and the entry point that opens the app.
+
+Every user error is one line on stderr naming the thing at fault, with exit code 2; a host
+that fails is exit code 1; nothing prints a traceback at a user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from gpudash import __version__
+
+EXIT_OK, EXIT_HOST_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A one-line problem with what the user asked for (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gpudash",
+        description="Triage and bootstrap GPU machines for LLM inference, over SSH.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpudash {__version__}")
+    parser.add_argument("--config", metavar="PATH", help="config file (default: see README)")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    probe = sub.add_parser("probe", help="probe hosts and print what they have")
+    probe.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to probe (default: all)")
+    probe.add_argument("--json", action="store_true", help="print one JSON document")
+    probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
+    probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
+    probe.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
+
+    parse = sub.add_parser("parse", help="parse one saved tool output and print JSON")
+    from gpudash.probe.tools import KINDS
+
+    parse.add_argument("kind", choices=KINDS, help="which tool printed it")
+    parse.add_argument("file", nargs="?", default="-", help="the file, or - for stdin")
+    parse.add_argument("--fields", help="column names of a --format=csv,noheader query")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"gpudash: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gpudash: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from gpudash.config import ConfigError
+
+    if args.command == "parse":
+        return _parse(args)
+    try:
+        if args.command == "probe":
+            return _probe(args)
+        from gpudash.ui import run_app
+
+        return run_app(_load(args))
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _load(args: argparse.Namespace):  # -> Config
+    from gpudash.config import load_config
+
+    return load_config(getattr(args, "sub_config", None) or args.config)
+
+
+def _parse(args: argparse.Namespace) -> int:
+    from gpudash.probe.tools import parse_tool
+
+    if args.file == "-":
+        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    else:
+        try:
+            text = Path(args.file).read_bytes().decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
+    fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
+    print(json.dumps(parse_tool(args.kind, text, fields), indent=2))
+    return EXIT_OK
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from gpudash.headless import probe_command, replay_config
+
+    config = replay_config(Path(args.replay)) if args.replay else _load(args)
+    known = {h.name for h in config.hosts}
+    unknown = [h for h in args.hosts if h not in known]
+    if unknown:
+        where = config.path or "the default config"
+        raise UsageError(
+            f"unknown host {unknown[0]!r} in {where} (hosts: {', '.join(sorted(known))})"
+        )
+    save = Path(args.save) if args.save else None
+    return asyncio.run(probe_command(config, args.hosts or None, as_json=args.json, save=save))
