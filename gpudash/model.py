@@ -101,8 +101,13 @@ def apply(snapshot: HostResult, event: Event) -> HostResult:
     """The next snapshot after `event`: the one reducer both the CLI and the app use."""
     if isinstance(event, HostStateChanged):
         if event.state is HostState.CONNECTING:
-            return HostResult(snapshot.name, event.state, None, snapshot.sections,
-                              event.sections_total or snapshot.sections_total)
+            return HostResult(
+                snapshot.name,
+                event.state,
+                None,
+                snapshot.sections,
+                event.sections_total or snapshot.sections_total,
+            )
         return dataclasses.replace(
             snapshot,
             state=event.state,

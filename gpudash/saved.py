@@ -40,8 +40,12 @@ def save_host(root: Path, result: HostResult) -> Path:
             _write_private(directory / f"{name}.{label}.txt", part.text)
             parts[label] = part.rc
         sections[name] = {"rc": section.rc, "error": section.error, "parts": parts}
-    meta = {"host": result.name, "state": result.state.value, "error": result.error,
-            "sections": sections}
+    meta = {
+        "host": result.name,
+        "state": result.state.value,
+        "error": result.error,
+        "sections": sections,
+    }
     _write_private(directory / META, json.dumps(meta, indent=2) + "\n")
     return directory
 
@@ -70,8 +74,12 @@ def load_host(directory: Path) -> SavedHost:
             key = "" if label == "_stray" else label
             parts[key] = Part(key, rc, text)
         sections[name] = (info.get("rc"), info.get("error"), parts)
-    return SavedHost(str(meta.get("host", directory.name)), str(meta.get("state", "ready")),
-                     meta.get("error"), sections)
+    return SavedHost(
+        str(meta.get("host", directory.name)),
+        str(meta.get("state", "ready")),
+        meta.get("error"),
+        sections,
+    )
 
 
 def saved_hosts(root: Path) -> list[Path]:

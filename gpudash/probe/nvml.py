@@ -110,17 +110,21 @@ def _gpu(n: Any, index: int, h: Any) -> dict[str, Any]:
 
 def _processes(n: Any, index: int, h: Any) -> list[dict[str, Any]]:
     found = []
-    for kind, fn in (("C", n.nvmlDeviceGetComputeRunningProcesses),
-                     ("G", n.nvmlDeviceGetGraphicsRunningProcesses)):
+    for kind, fn in (
+        ("C", n.nvmlDeviceGetComputeRunningProcesses),
+        ("G", n.nvmlDeviceGetGraphicsRunningProcesses),
+    ):
         for p in _get(fn, h) or ():
             used = getattr(p, "usedGpuMemory", None)
-            found.append({
-                "gpu": index,
-                "pid": p.pid,
-                "type": kind,
-                "name": _text(_get(n.nvmlSystemGetProcessName, p.pid)) or "",
-                "memory_mib": used // 1048576 if isinstance(used, int) else None,
-            })
+            found.append(
+                {
+                    "gpu": index,
+                    "pid": p.pid,
+                    "type": kind,
+                    "name": _text(_get(n.nvmlSystemGetProcessName, p.pid)) or "",
+                    "memory_mib": used // 1048576 if isinstance(used, int) else None,
+                }
+            )
     return found
 
 

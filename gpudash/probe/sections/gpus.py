@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpudash.probe.arch import arch_for_cc, cc_from_name
-from gpudash.probe.parts import Part
 from gpudash.probe.query import number, parse_query
 from gpudash.probe.smi import parse_smi
+
+from gpudash.probe.parts import Part
 from gpudash.text import clean_line
 
 NAME = "gpus"
@@ -117,8 +118,9 @@ def parse(parts: Mapping[str, Part]) -> Gpus:
         cuda_version=table.cuda_version if table else None,
         gpus=gpus,
         processes=tuple(
-            GpuProcess(p.gpu, p.pid, clean_line(p.type or ""), clean_line(p.name or ""),
-                       p.memory_mib)
+            GpuProcess(
+                p.gpu, p.pid, clean_line(p.type or ""), clean_line(p.name or ""), p.memory_mib
+            )
             for p in (table.processes if table else ())
         ),
         notes=tuple(notes),
@@ -229,8 +231,13 @@ def _from_nvml(text: str) -> Gpus:
         fields.update(name=name, **_with_cc(name, g.get("cc")))
         gpus.append(Gpu(**fields))
     processes = tuple(
-        GpuProcess(p.get("gpu"), p.get("pid"), p.get("type", ""), clean_line(p.get("name", "")),
-                   p.get("memory_mib"))
+        GpuProcess(
+            p.get("gpu"),
+            p.get("pid"),
+            p.get("type", ""),
+            clean_line(p.get("name", "")),
+            p.get("memory_mib"),
+        )
         for p in data.get("processes") or ()
     )
     return Gpus(

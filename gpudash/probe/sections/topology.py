@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpudash.probe.nvlink import NvlinkStatus, parse_nvlink
-from gpudash.probe.parts import Part
 from gpudash.probe.topo import Topology as TopoMatrix
 from gpudash.probe.topo import parse_topo
+
+from gpudash.probe.parts import Part
 from gpudash.text import clean_line
 
 NAME = "topology"
@@ -61,8 +62,9 @@ def parse(parts: Mapping[str, Part]) -> Topology:
     topo_part = parts.get("topo")
     text = topo_part.text if topo_part else ""
     if text.strip().endswith("nvidia-smi: not found"):
-        return Topology("nvidia-smi: not found", None, None, "no nvidia-smi", 0, 0, None, None,
-                        None, 0, ())
+        return Topology(
+            "nvidia-smi: not found", None, None, "no nvidia-smi", 0, 0, None, None, None, 0, ()
+        )
     matrix = parse_topo(text) if text.strip() else None
     nvlink_text = parts["nvlink"].text if "nvlink" in parts else ""
     nvlink = parse_nvlink(nvlink_text) if nvlink_text.strip() else None
@@ -104,8 +106,11 @@ def _summary(pairs: int, counts: list[int], worst: str | None, gpus: int) -> str
         low, high = min(counts), max(counts)
         links = f"NV{low}" if low == high else f"NV{low}..NV{high}"
         return f"all {pairs} pairs {links}"
-    where = {"SYS": "SYS between sockets", "NODE": "NODE within a socket",
-             "PHB": "PHB via the host bridge"}.get(worst or "", worst or "?")
+    where = {
+        "SYS": "SYS between sockets",
+        "NODE": "NODE within a socket",
+        "PHB": "PHB via the host bridge",
+    }.get(worst or "", worst or "?")
     if not counts:
         return f"PCIe only: {where}"
     return f"NVLink on {len(counts)} of {pairs} pairs; others {where}"
