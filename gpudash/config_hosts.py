@@ -1,0 +1,164 @@
+"""Check a parsed config document as a whole: tables, host names, inheritance, jumps.
+
+`gpudash.config_schema` checks one table's keys; this module walks the document: it checks
+`[defaults]` once (so a bad default is one problem, not one per host), lays each host's own
+keys over the defaults, and then checks what no single key can show: a replay host without
+its directory, a jump through the host itself or around a cycle, names that clash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpudash.config_lines import KeyPath, render_path
+from gpudash.config_schema import (
+    FLEET_KEYS,
+    HOST_KEYS,
+    TOP_LEVEL,
+    Report,
+    check_table,
+    has_control,
+    show,
+    suggest,
+    toml_type,
+)
+
+_TOML_KEY = {key.field: name for name, key in HOST_KEYS.items()}
+_FLEET_FIELDS = {key.field for key in FLEET_KEYS.values()}
+_FLEET_ONLY = {
+    name: "only allowed in [defaults]: it applies to the whole run" for name in FLEET_KEYS
+}
+_IN_A_TABLE = "belongs in [defaults] or a [hosts.NAME] table"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The document after checking: fleet-wide fields and each host's merged fields."""
+
+    fleet: dict[str, object]
+    hosts: list[tuple[str, dict[str, object]]]
+
+
+@dataclass
+class _Host:
+    name: str
+    own: dict[str, object]
+    defaults: dict[str, object]
+
+    @property
+    def fields(self) -> dict[str, object]:
+        return {**self.defaults, **self.own}
+
+    def origin(self, field: str) -> KeyPath:
+        """The key path that set `field` for this host: its own table, or `[defaults]`."""
+        if field in self.own:
+            return ("hosts", self.name, _TOML_KEY[field])
+        return ("defaults", _TOML_KEY[field])
+
+
+def check_document(data: Mapping[str, object], report: Report) -> Checked:
+    """Check everything in `data`, reporting each problem; returns the fields that passed."""
+    for key in data:
+        if key not in TOP_LEVEL:
+            if key in HOST_KEYS or key in FLEET_KEYS:
+                report((key,), _IN_A_TABLE)
+            else:
+                expected = " or ".join(TOP_LEVEL.values())
+                report((key,), f"unknown table{suggest(key, list(TOP_LEVEL))}; expected {expected}")
+
+    raw_defaults = data.get("defaults", {})
+    if not isinstance(raw_defaults, dict):
+        report(("defaults",), f"expected a table, got {toml_type(raw_defaults)}")
+        raw_defaults = {}
+    defaults = check_table(raw_defaults, {**HOST_KEYS, **FLEET_KEYS}, ("defaults",), report)
+    fleet = {field: defaults.pop(field) for field in _FLEET_FIELDS if field in defaults}
+
+    raw_hosts = data.get("hosts")
+    if raw_hosts is None or raw_hosts == {}:
+        report(("hosts",), "no hosts defined; add a [hosts.NAME] table")
+        return Checked(fleet, [])
+    if not isinstance(raw_hosts, dict):
+        report(("hosts",), f"expected a table of [hosts.NAME] tables, got {toml_type(raw_hosts)}")
+        return Checked(fleet, [])
+
+    hosts: list[_Host] = []
+    folded: dict[str, str] = {}
+    for name, raw in raw_hosts.items():
+        path: KeyPath = ("hosts", name)
+        named = _check_name(name, path, folded, report)
+        if not isinstance(raw, dict):
+            report(path, f"expected a table, got {toml_type(raw)}")
+            continue
+        own = check_table(raw, HOST_KEYS, path, report, elsewhere=_FLEET_ONLY)
+        if named:
+            hosts.append(_Host(name, own, defaults))
+
+    for host in hosts:
+        _check_host(host, report)
+    _check_jumps(hosts, report)
+    return Checked(fleet, [(host.name, host.fields) for host in hosts])
+
+
+def _check_name(name: str, path: KeyPath, folded: dict[str, str], report: Report) -> bool:
+    """Names are labels (the CLI selects hosts by them), so only emptiness and control
+    characters are wrong, plus two names that differ only by case, which read as one host."""
+    if not name:
+        report(path, "empty host name")
+        return False
+    if has_control(name):
+        report(path, "host name contains a control character")
+        return False
+    other = folded.setdefault(name.casefold(), name)
+    if other != name:
+        report(path, f"duplicate host: same name as {render_path(('hosts', other))} but for case")
+        return False
+    return True
+
+
+def _check_host(host: _Host, report: Report) -> None:
+    fields = host.fields
+    transport = fields.get("transport", "ssh")
+    if transport == "replay" and "replay_dir" not in fields:
+        where = " (from [defaults])" if "transport" not in host.own else ""
+        report(
+            host.origin("transport") if where == "" else ("hosts", host.name),
+            f'transport "replay"{where} needs replay_dir, a directory written by'
+            " `gpudash probe --save`",
+        )
+    if transport == "ssh" and "address" not in fields and any(c.isspace() for c in host.name):
+        report(
+            ("hosts", host.name), "the name has a space, so it cannot be the address: set address"
+        )
+    if transport == "ssh" and fields.get("jump") == host.name:
+        if "jump" in host.own:
+            report(host.origin("jump"), "jumps through this host itself")
+        else:  # the bastion named in [defaults] connects directly
+            host.own["jump"] = None
+
+
+def _check_jumps(hosts: list[_Host], report: Report) -> None:
+    """A jump that names a configured host must reach an ssh host, and must not loop."""
+    by_name = {host.name: host for host in hosts}
+    for host in hosts:
+        target = host.fields.get("jump")
+        if host.fields.get("transport", "ssh") != "ssh" or not isinstance(target, str):
+            continue
+        via = by_name.get(target)
+        if via is None or via is host:
+            continue
+        via_transport = via.fields.get("transport", "ssh")
+        if via_transport != "ssh":
+            report(
+                host.origin("jump"),
+                f"jump host {show(target)} has transport {show(via_transport)};"
+                " a jump host must use ssh",
+            )
+            continue
+        chain = [host.name]
+        while isinstance(target, str) and target in by_name and target not in chain:
+            chain.append(target)
+            target = by_name[target].fields.get("jump")
+        if target == host.name:
+            loop = " -> ".join(show(name) for name in [*chain, host.name])
+            report(host.origin("jump"), f"jump cycle: {loop}")
