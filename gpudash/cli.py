@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from gpudash import __version__
 
+if TYPE_CHECKING:
+    from gpudash.config import Config
+
 EXIT_OK, EXIT_HOST_FAILED, EXIT_USAGE = 0, 1, 2
+
+# Modules that add a subcommand: each has `register(subparsers)`, which adds its parser with
+# `set_defaults(handler=...)`; a handler takes the parsed args and returns the exit code.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 class UsageError(Exception):
@@ -42,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--json", action="store_true", help="print one JSON document")
     probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
     probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
-    probe.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
+    add_config_option(probe)
 
     parse = sub.add_parser("parse", help="parse one saved tool output and print JSON")
     from gpudash.probe.tools import KINDS
@@ -50,7 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("kind", choices=KINDS, help="which tool printed it")
     parse.add_argument("file", nargs="?", default="-", help="the file, or - for stdin")
     parse.add_argument("--fields", help="column names of a --format=csv,noheader query")
+    probe.set_defaults(handler=_probe)
+    parse.set_defaults(handler=_parse)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """`--config` accepted after the subcommand too (`gpudash probe --config x.toml`)."""
+    parser.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,20 +85,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     from gpudash.config import ConfigError
 
-    if args.command == "parse":
-        return _parse(args)
     try:
-        if args.command == "probe":
-            return _probe(args)
+        if args.command is not None:
+            return int(args.handler(args))
         from gpudash.ui import run_app
 
-        return run_app(_load(args))
+        return run_app(load(args))
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_USAGE
 
 
-def _load(args: argparse.Namespace):  # -> Config
+def load(args: argparse.Namespace) -> Config:
+    """The config the user named (before or after the subcommand), or the default lookup."""
     from gpudash.config import load_config
 
     return load_config(getattr(args, "sub_config", None) or args.config)
@@ -105,7 +121,7 @@ def _parse(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from gpudash.headless import probe_command, replay_config
 
-    config = replay_config(Path(args.replay)) if args.replay else _load(args)
+    config = replay_config(Path(args.replay)) if args.replay else load(args)
     known = {h.name for h in config.hosts}
     unknown = [h for h in args.hosts if h not in known]
     if unknown:
