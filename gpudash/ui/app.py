@@ -1,0 +1,294 @@
+"""The gpudash app: composition, keys and event routing; no I/O of its own.
+
+Each host has one probe worker (group `probe:<host>`, exclusive), which iterates the core's
+`Fleet.probe([host])` and posts every event as a `ProbeEvent`. The handler folds it into the
+host's frozen `HostResult` with the core's one reducer and hands the new snapshot to the
+widgets that show that host. With a refresh interval the worker sleeps and probes again, so
+a host's rounds never overlap and a slow host only ever delays itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import App, ComposeResult, SystemCommand
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from gpudash.config import Config
+from gpudash.fleet import Fleet
+from gpudash.model import HostResult, apply
+from gpudash.ui import keys
+from gpudash.ui.fleet import FleetScreen
+from gpudash.ui.help import HelpScreen
+from gpudash.ui.host_list import HostList
+from gpudash.ui.host_view import HostView
+from gpudash.ui.messages import ProbeEvent
+from gpudash.ui.panels.base import Panel
+
+QUIT_BUDGET_S = 0.8
+"""How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
+
+DEFAULT_THEME = "textual-dark"
+
+
+def _ui(config: Config, name: str, default: Any) -> Any:
+    ui = getattr(config, "ui", None)
+    value = getattr(ui, name, None) if ui is not None else None
+    return default if value is None else value
+
+
+class GpudashApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "gpudash"
+    BINDINGS = keys.bindings(keys.APP_KEYS)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+        (0, "-narrow"),
+        (90, "-normal"),
+        (150, "-wide"),
+    ]
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        theme: str | None = None,
+        refresh_s: float | None = None,
+        save_dir: str | Path | None = None,
+        probe_on_start: bool = True,
+        **kw: Any,
+    ) -> None:
+        super().__init__(**kw)
+        self.config = config
+        self.fleet = Fleet(config)
+        self.results: dict[str, HostResult] = {h.name: HostResult(h.name) for h in config.hosts}
+        self.order = [h.name for h in config.hosts]
+        self.selected: str | None = self.order[0] if self.order else None
+        self.refresh_s = float(refresh_s if refresh_s is not None else _ui(config, "refresh_s", 0))
+        self.save_dir = Path(save_dir or _ui(config, "save_dir", "gpudash-saved"))
+        self.probe_on_start = probe_on_start
+        self._busy: set[str] = set()
+        self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
+        self._quitting = False
+
+    # ---- composition -------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="sidebar"):
+                yield Input(placeholder="filter: name or tag", id="filter", compact=True)
+                yield HostList(self.config.hosts, self.results, id="hosts")
+            yield HostView(id="host-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme = self._theme_name
+        remap = getattr(self.config, "keys", None) or {}
+        if remap:
+            self.set_keymap(keys.keymap(dict(remap)))
+        self.query_one("#filter", Input).display = False
+        self._show_selected()
+        self.query_one(HostList).focus()
+        if self.probe_on_start:
+            self.probe(self.order)
+
+    @property
+    def host_list(self) -> HostList:
+        return self.query_one(HostList)
+
+    @property
+    def host_view(self) -> HostView:
+        return self.query_one(HostView)
+
+    # ---- probing -----------------------------------------------------------------------
+
+    def probe(self, names: Iterable[str]) -> list[str]:
+        """Start a probe round for each named host that is not probing already."""
+        started = []
+        for name in names:
+            if name in self._busy or self._quitting:
+                continue
+            self._busy.add(name)  # before the worker runs, so a second `r` is a no-op
+            self.run_worker(
+                self._probe_loop(name),
+                name=f"probe {name}",
+                group=f"probe:{name}",
+                description=f"Probing {name}",
+                exclusive=True,
+                exit_on_error=False,
+            )
+            started.append(name)
+        return started
+
+    async def _probe_loop(self, name: str) -> None:
+        while True:
+            self._busy.add(name)
+            try:
+                async for event in self.fleet.probe([name]):
+                    self.post_message(ProbeEvent(event))
+            finally:
+                self._busy.discard(name)
+            if self.refresh_s <= 0:
+                return
+            await asyncio.sleep(self.refresh_s)
+
+    @on(ProbeEvent)
+    def _probe_event(self, message: ProbeEvent) -> None:
+        event = message.event
+        if event.host not in self.results:
+            return
+        snapshot = apply(self.results[event.host], event)
+        self.results[event.host] = snapshot
+        self.host_list.update_host(snapshot)
+        if event.host == self.selected:
+            self.host_view.show(snapshot)
+        for screen in self.screen_stack:
+            if isinstance(screen, FleetScreen):
+                screen.update_host(snapshot)
+
+    # ---- selection and filter ----------------------------------------------------------
+
+    @on(HostList.Selected)
+    def _host_selected(self, message: HostList.Selected) -> None:
+        if message.host != self.selected:
+            self.selected = message.host
+            self._show_selected()
+
+    def _show_selected(self) -> None:
+        if self.selected is not None:
+            self.host_view.show(self.results[self.selected])
+
+    def select_host(self, name: str) -> None:
+        self.host_list.select_host(name)
+        self.selected = name
+        self._show_selected()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.host_list.set_filter(event.value)
+        current = self.host_list.highlighted_host
+        if current is not None and current != self.selected:
+            self.selected = current
+            self._show_selected()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.host_list.focus()
+
+    def key_escape(self) -> None:
+        box = self.query_one("#filter", Input)
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        elif box.display:
+            box.value = ""
+            box.display = False
+            self.host_list.set_filter("")
+            self.host_list.focus()
+
+    # ---- actions -----------------------------------------------------------------------
+
+    MAIN_ONLY = frozenset({"filter", "expand", "save"})
+    """Actions that act on the host view, so they are off while another screen is on top."""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action in self.MAIN_ONLY and self.screen is not self.screen_stack[0])
+
+    def action_refresh_host(self) -> None:
+        if self.selected is None:
+            return
+        if not self.probe([self.selected]):
+            self.notify(f"{self.selected} is being probed already", timeout=2)
+
+    def action_refresh_all(self) -> None:
+        started = self.probe(self.order)
+        skipped = len(self.order) - len(started)
+        if skipped:
+            self.notify(f"{skipped} host(s) still probing: left running", timeout=2)
+
+    def action_fleet(self) -> None:
+        if isinstance(self.screen, FleetScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(FleetScreen(self.order, self.results), self._fleet_closed)
+
+    def _fleet_closed(self, host: str | None) -> None:
+        if host is not None and host in self.results:
+            self.select_host(host)
+
+    def action_expand(self) -> None:
+        focused = self.screen.focused
+        if isinstance(focused, Input):
+            return
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        panel = focused if isinstance(focused, Panel) else None
+        if panel is None:
+            panel = self.query(Panel).first()
+            panel.focus()
+        self.screen.maximize(panel, container=False)
+
+    def action_save(self) -> None:
+        from gpudash.saved import save_host
+
+        if self.selected is None:
+            return
+        result = self.results[self.selected]
+        if not result.sections:
+            self.notify(f"nothing to save for {result.name} yet", severity="warning")
+            return
+        try:
+            path = save_host(self.save_dir, result)
+        except OSError as exc:
+            self.notify(f"could not save: {exc.strerror or exc}", severity="error")
+            return
+        self.notify(f"saved {result.name} to {path}", timeout=4)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        for k in keys.APP_KEYS:
+            if k.action.startswith("app."):
+                continue
+            yield SystemCommand(k.description, k.tooltip, getattr(self, f"action_{k.action}"))
+        yield from super().get_system_commands(screen)
+
+    async def action_quit(self) -> None:
+        """Stop every probe (their remote processes are killed as the streams close), close
+        the connections, and exit; never longer than QUIT_BUDGET_S."""
+        if self._quitting:
+            return
+        self._quitting = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + QUIT_BUDGET_S
+        workers = [w for w in self.workers if (w.group or "").startswith("probe:")]
+        for worker in workers:
+            worker.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                self.workers.wait_for_complete(workers), max(0.05, deadline - loop.time())
+            )
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.fleet.close(), max(0.05, deadline - loop.time()))
+        self.exit(0)
+
+    def action_help_quit(self) -> None:
+        """ctrl+c quits (Textual's default only says how to)."""
+        self.run_worker(self.action_quit(), group="quit", exit_on_error=False)
+
+    async def on_unmount(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.fleet.close(), QUIT_BUDGET_S)

@@ -1,0 +1,76 @@
+"""The `?` screen: every key gpudash answers, as currently mapped, and what it does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gpudash.ui import keys
+
+SECTIONS = (
+    ("Everywhere", keys.APP_KEYS),
+    ("Topology panel", keys.TOPOLOGY_KEYS),
+    ("Fleet view", keys.FLEET_KEYS),
+)
+EXTRA = (
+    ("ctrl+p", "Command palette: every action by name, and the theme"),
+    ("↑ ↓ / mouse", "Select a host (sidebar) or scroll the focused panel"),
+    ("escape", "Leave the filter, a full-screen panel, or this screen"),
+    ("ctrl+c", "Quit (copies instead when text is selected)"),
+)
+
+
+def help_table(app_keymap: Mapping[str, str], display: callable) -> Table:  # type: ignore[valid-type]
+    table = Table(box=None, padding=(0, 2, 0, 0), show_header=False, expand=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for title, group in SECTIONS:
+        table.add_row(Text(title, style="bold underline"), "")
+        for k in group:
+            key = app_keymap.get(k.id, k.key)
+            shown = ", ".join(display(Binding(part.strip(), k.action)) for part in key.split(","))
+            table.add_row(Text(shown, style="bold"), Text(k.tooltip))
+        table.add_row("", "")
+    table.add_row(Text("Also", style="bold underline"), "")
+    for key, words in EXTRA:
+        table.add_row(Text(key, style="bold"), Text(words))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding(
+            "escape,question_mark,q",
+            "dismiss",
+            "Close",
+            tooltip="Close the help screen",
+            id="help-close",
+        ),
+    ]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 84; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; border-title-color: $text; padding: 0 1;
+        background: $surface;
+    }
+    HelpScreen Static { width: 100%; }
+    """
+
+    def compose(self) -> ComposeResult:
+        keymap = getattr(self.app, "_keymap", {}) or {}
+        with VerticalScroll() as box:
+            box.border_title = "gpudash keys"
+            box.border_subtitle = "escape to close"
+            yield Static(help_table(keymap, self.app.get_key_display))
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(None)

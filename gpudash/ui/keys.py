@@ -1,0 +1,80 @@
+"""Every key gpudash answers, as a table: id, default key, action, description, tooltip.
+
+The ids are what `[keys]` in the config remaps (`refresh-host = "F5"`); `App.set_keymap`
+does the rest, so the footer, the help screen and the command palette all show the
+remapped keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    id: str
+    key: str
+    action: str
+    description: str
+    tooltip: str
+    show: bool = True
+    priority: bool = False
+
+
+APP_KEYS: tuple[Key, ...] = (
+    Key("refresh-host", "r", "refresh_host", "Re-probe", "Probe the selected host again"),
+    Key("refresh-all", "R", "refresh_all", "Re-probe all", "Probe every host again"),
+    Key("fleet", "f", "fleet", "Fleet", "One row per host, side by side"),
+    Key("filter", "slash", "filter", "Filter", "Filter hosts by name or tag"),
+    Key("next-panel", "tab", "app.focus_next", "Next panel", "Move to the next panel", show=False),
+    Key(
+        "previous-panel",
+        "shift+tab",
+        "app.focus_previous",
+        "Previous panel",
+        "Move to the previous panel",
+        show=False,
+    ),
+    Key("expand", "enter", "expand", "Expand", "Show the focused panel full screen"),
+    Key("save", "s", "save", "Save", "Save the selected host's raw outputs (probe --save)"),
+    Key("help", "question_mark", "help", "Help", "Every key, what it does"),
+    Key("quit", "q", "quit", "Quit", "Quit gpudash (stops every probe)", priority=False),
+)
+"""Bindings of the main screen. `ctrl+p` (command palette) and ctrl+c are Textual's own."""
+
+TOPOLOGY_KEYS: tuple[Key, ...] = (
+    Key("toggle-nics", "n", "toggle_nics", "NICs", "Show or hide NIC rows and columns"),
+)
+
+FLEET_KEYS: tuple[Key, ...] = (
+    Key("fleet-sort", "o", "sort", "Sort", "Sort by the next column"),
+    Key("fleet-open", "enter", "open", "Open", "Open the host under the cursor"),
+    Key("fleet-close", "escape,f", "close", "Back", "Back to the host view"),
+)
+
+ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FLEET_KEYS
+KEY_IDS = frozenset(k.id for k in ALL_KEYS)
+
+
+def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+    return [
+        Binding(
+            k.key,
+            k.action,
+            k.description,
+            show=k.show,
+            tooltip=k.tooltip,
+            id=k.id,
+            priority=k.priority,
+        )
+        for k in keys
+    ]
+
+
+def keymap(remap: Mapping[str, str]) -> dict[str, str]:
+    """The `[keys]` table as a Textual keymap; ids that gpudash does not know are dropped
+    here (the config layer reports them to the user)."""
+    return {k: v for k, v in remap.items() if k in KEY_IDS}

@@ -1,0 +1,15 @@
+"""The one message that carries the core's events into the app."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from gpudash.model import Event
+
+
+class ProbeEvent(Message):
+    """The core reported something about a host (state, a section, the end of a probe)."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event

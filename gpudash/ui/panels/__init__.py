@@ -1,0 +1,1 @@
+"""One module per panel of the host view; each renders one section of a `HostResult`."""
