@@ -1,0 +1,151 @@
+"""Host-key policy: strict, accept-new (trust on first use) and insecure.
+
+asyncssh raises the same `HostKeyNotVerifiable` for a host it has never seen and for a host
+whose key changed, yet the two call for opposite advice (accept it / suspect an attack). So
+gpudash reads the known_hosts files itself, hands asyncssh the parsed result, and answers
+asyncssh's `validate_host_public_key` callback, which runs only for a key those files do not
+trust: no entry for the host means unknown, any entry means changed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+POLICIES = ("strict", "accept-new", "insecure")
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a host key was refused: `changed` is True when the host had a different key."""
+
+    changed: bool
+    hostport: str
+    fingerprint: str
+    known_hosts: str
+    port: int
+    host: str
+
+    def reason(self) -> str:
+        if self.changed:
+            return (
+                f"host key CHANGED for {self.hostport}: it now presents {self.fingerprint}, "
+                f"possible man-in-the-middle; if the host was reinstalled, remove the old key "
+                f"with: ssh-keygen -R '{self.hostport}' -f {self.known_hosts}"
+            )
+        port = f"-p {self.port} " if self.port != 22 else ""
+        return (
+            f"host key unknown for {self.hostport} ({self.fingerprint}); to trust it set "
+            f'host_key_policy = "accept-new", or run: ssh-keyscan {port}{self.host} '
+            f">> {self.known_hosts}"
+        )
+
+
+def hostport(host: str, port: int) -> str:
+    """The name OpenSSH files a key under: `host` on port 22, `[host]:port` elsewhere."""
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+def append_known_host(path: Path, host: str, port: int, key: asyncssh.SSHKey) -> None:
+    """Append one OpenSSH-format line, creating the file 0600 in a 0700 directory."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    line = f"{hostport(host, port)} {key.export_public_key().decode().strip()}\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a") as out:
+        out.write(line)
+
+
+class HostKeyCheck:
+    """One connection attempt's view of the known_hosts files and of the key it was shown."""
+
+    def __init__(self, policy: str, known_hosts: str | None) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"host_key_policy must be one of {', '.join(POLICIES)}")
+        self.policy = policy
+        self._explicit = known_hosts
+        self.files: list[Path] = []
+        self.refusal: Refusal | None = None
+        self.recorded: str | None = None
+        self._pending: tuple[str, int, asyncssh.SSHKey] | None = None
+        self._known: asyncssh.SSHKnownHosts | None = None
+
+    @property
+    def record_file(self) -> Path:
+        """Where accept-new writes: the first known_hosts file in use."""
+        return self.files[0] if self.files else Path(DEFAULT_KNOWN_HOSTS).expanduser()
+
+    def configure(self, ssh_config: Any) -> None:
+        """Pick the files: the host's `known_hosts`, else ssh_config's, else the default."""
+        if self._explicit:
+            names = [self._explicit]
+        else:
+            get = getattr(ssh_config, "get", lambda _key, default: default)
+            names = list(get("UserKnownHostsFile", ()) or [DEFAULT_KNOWN_HOSTS])
+            names += list(get("GlobalKnownHostsFile", ()) or [])
+        self.files = [Path(n).expanduser() for n in names]
+        text = "".join(_read(f) for f in self.files)
+        self._known = asyncssh.import_known_hosts(text)
+
+    def asyncssh_known_hosts(self) -> asyncssh.SSHKnownHosts | None:
+        """The `known_hosts=` argument: None turns verification off (insecure)."""
+        if self.policy == "insecure":
+            return None
+        assert self._known is not None, "configure() first"
+        return self._known
+
+    def client_factory(self) -> _Client:
+        return _Client(self)
+
+    def validate(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        """Called by asyncssh for a key the files do not trust."""
+        assert self._known is not None
+        trusted = self._known.match(host, addr, None if port == 22 else port)[0]
+        if not trusted and self.policy == "accept-new":
+            self._pending = (host, port, key)
+            return True
+        self.refusal = Refusal(
+            changed=bool(trusted),
+            hostport=hostport(host, port),
+            fingerprint=f"{_kind(key)} {key.get_fingerprint()}",
+            known_hosts=str(self.record_file),
+            port=port,
+            host=host,
+        )
+        return False
+
+    def commit(self) -> None:
+        """Record an accepted new key once the key exchange proved the server holds it."""
+        if self._pending is None:
+            return
+        host, port, key = self._pending
+        self._pending = None
+        append_known_host(self.record_file, host, port, key)
+        self.recorded = f"recorded {hostport(host, port)} {key.get_fingerprint()}"
+
+
+class _Client(asyncssh.SSHClient):
+    def __init__(self, check: HostKeyCheck) -> None:
+        self._check = check
+
+    def validate_host_public_key(
+        self, host: str, addr: str, port: int, key: asyncssh.SSHKey
+    ) -> bool:
+        return self._check.validate(host, addr, port, key)
+
+
+def _kind(key: asyncssh.SSHKey) -> str:
+    alg = key.get_algorithm()
+    return alg.removeprefix("ssh-").upper() if alg.startswith("ssh-") else alg
+
+
+def _read(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+    return text if text.endswith("\n") or not text else text + "\n"

@@ -1,0 +1,282 @@
+"""SSH transport over asyncssh: one connection per host, one shared connection per bastion.
+
+Why it looks the way it does (measured pitfalls, see shared/research/remote-exec.md):
+- channels open with `encoding=None`: one invalid UTF-8 byte under asyncssh's strict
+  default tears down the whole connection, and every probe on it;
+- at most `channels_per_connection` (8) channels at once: OpenSSH's MaxSessions is 10 and an
+  eleventh open fails outright, so extra `start()` calls queue instead;
+- handshakes are bounded pool-wide (16): MaxStartups drops unauthenticated connections
+  beyond ~10, and a burst of key exchanges spikes the CPU;
+- a jump host is opened once and passed as `tunnel=` to every target behind it: a string
+  tunnel (or ProxyJump from ~/.ssh/config) would open a new bastion connection per target;
+- only options the HostConfig sets are passed, so ~/.ssh/config (Hostname, User, Port,
+  IdentityFile, ProxyJump, UserKnownHostsFile) and the ssh-agent keep working.
+
+Warnings (host key not verified under `host_key_policy = "insecure"`) are data, not output:
+they collect in `SshTransport.warnings`, once per transport. The core never prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncssh
+
+from gpudash.transport.base import RemoteProcess, Transport, TransportError, script_command
+from gpudash.transport.hostkeys import HostKeyCheck
+from gpudash.transport.reasons import Endpoint, describe
+from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
+
+log = logging.getLogger("gpudash.transport.ssh")
+
+KEEPALIVE_INTERVAL_S = 15
+KEEPALIVE_COUNT_MAX = 3
+_CLOSE_GRACE_S = 5.0
+# SSH carries stderr on its own stream, so the order against stdout is lost in transit;
+# merging on the host keeps it, as the local transport's pipe does. `stderr=STDOUT` still
+# catches what the login shell itself prints before the script runs.
+_MERGE_STDERR = b"exec 2>&1\n"
+
+
+class _Failure(Exception):
+    """A reason without the host prefix, so a jump failure can nest inside its target's."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class _Link:
+    conn: asyncssh.SSHClientConnection
+    channels: asyncio.Semaphore
+
+
+class SshProcess(RemoteProcess):
+    """`/bin/sh -s` on one channel; its slot in the channel bound is freed exactly once."""
+
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None]):
+        self._proc = proc
+        self._release: Callable[[], None] | None = release
+
+    def _free(self) -> None:
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Whatever has arrived; ends quietly when the connection drops (wait() says None)."""
+        try:
+            while chunk := await self._proc.stdout.read(65536):
+                yield chunk
+        except (asyncssh.Error, OSError):
+            return
+
+    async def wait(self) -> int | None:
+        """Exit status, -N for signal N, None when the host closed without reporting one."""
+        with contextlib.suppress(asyncssh.Error, OSError):
+            await self._proc.wait()
+        self._free()
+        return self._proc.returncode
+
+    async def close(self) -> None:
+        """Close the channel (the remote `timeout -k` is what stops the command)."""
+        try:
+            self._proc.close()
+            with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
+                await asyncio.wait_for(self._proc.wait_closed(), _CLOSE_GRACE_S)
+        finally:
+            self._free()
+
+
+class SshTransport(Transport):
+    """One host over one asyncssh connection, reopened by the next connect() once lost."""
+
+    kind = "ssh"
+
+    def __init__(self, host: SshHost, *, pool: SshPool | None = None) -> None:
+        self.host = host
+        self.pool = pool if pool is not None else SshPool([host])
+        self.warnings: list[str] = []
+        self._link: _Link | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def connected(self) -> bool:
+        return self._link is not None and not self._link.conn.is_closed()
+
+    async def connect(self) -> None:
+        try:
+            await self._connection(frozenset())
+        except _Failure as failure:
+            raise TransportError(f"{self.host.name}: {failure.reason}") from failure.__cause__
+
+    async def _connection(self, seen: frozenset[str]) -> _Link:
+        """The live link, opening it (and any bastion first) when there is none."""
+        if self.host.name in seen:  # before the lock: a loop would wait on itself
+            raise _Failure(f"jump loop through {self.host.name}")
+        async with self._lock:
+            if self._link is not None and not self._link.conn.is_closed():
+                return self._link
+            self._link = None
+            tunnel = await self._tunnel(seen | {self.host.name})
+            conn = await self._open(tunnel)
+            self._link = _Link(conn, asyncio.Semaphore(self.pool.channels_per_connection))
+            return self._link
+
+    async def _tunnel(self, seen: frozenset[str]) -> asyncssh.SSHClientConnection | None:
+        try:
+            bastion = self.pool.bastion(self.host)
+        except ValueError:
+            raise _Failure(f"jump {self.host.jump!r} is not [user@]host[:port]") from None
+        if bastion is None:
+            return None
+        try:
+            return (await bastion._connection(seen)).conn
+        except _Failure as failure:
+            raise _Failure(f"via jump {bastion.host.name}: {failure.reason}") from failure
+
+    async def _open(self, tunnel: asyncssh.SSHClientConnection | None) -> Any:
+        host = self.host
+        check = HostKeyCheck(host.host_key_policy, host.known_hosts)
+        options: dict[str, Any] = {
+            "host": host.address,
+            "client_factory": check.client_factory,
+            "connect_timeout": host.connect_timeout,
+            "keepalive_interval": KEEPALIVE_INTERVAL_S,
+            "keepalive_count_max": KEEPALIVE_COUNT_MAX,
+            "encoding": None,
+        }
+        if tunnel is not None:
+            options["tunnel"] = tunnel
+        if host.port:
+            options["port"] = host.port
+        if host.user:
+            options["username"] = host.user
+        if host.identity_files:
+            options["client_keys"] = [os.path.expanduser(p) for p in host.identity_files]
+        where = Endpoint(host.user, host.address, host.port or 22)
+        async with self.pool.handshakes:
+            try:
+                # Built once up front to learn what ~/.ssh/config resolved (for the
+                # known_hosts files and the reason lines); connect() merges it again.
+                resolved = await asyncssh.SSHClientConnectionOptions.construct(**options)
+                where = Endpoint(resolved.username, resolved.host, resolved.port)
+                check.configure(resolved.config)
+                known = check.asyncssh_known_hosts()
+                conn = await asyncssh.connect(**options, known_hosts=known, options=resolved)
+            except asyncssh.PermissionDenied as exc:
+                check.commit()  # the key exchange succeeded: the new key is proven
+                raise self._failure(exc, where, check) from exc
+            except Exception as exc:
+                raise self._failure(exc, where, check) from exc
+        check.commit()
+        if check.recorded:
+            log.info("%s: %s in %s", host.name, check.recorded, check.record_file)
+        if check.policy == "insecure" and not self.warnings:
+            self.warnings.append(
+                f'{host.name}: host key not verified (host_key_policy = "insecure")'
+            )
+        return conn
+
+    def _failure(self, exc: BaseException, where: Endpoint, check: HostKeyCheck) -> _Failure:
+        reason = describe(
+            exc, where, connect_timeout=self.host.connect_timeout, refusal=check.refusal
+        )
+        return _Failure(reason)
+
+    async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        for retry in (False, True):
+            reused = self.connected
+            await self.connect()
+            link = self._link
+            assert link is not None
+            await link.channels.acquire()
+            try:
+                proc = await link.conn.create_process(
+                    script_command(timeout), encoding=None, stderr=asyncssh.STDOUT
+                )
+            except (asyncssh.Error, OSError) as exc:
+                link.channels.release()
+                if reused and not retry and link.conn.is_closed():
+                    continue  # the idle connection had died unnoticed: reconnect once
+                where = Endpoint(self.host.user, self.host.address, self.host.port or 22)
+                reason = describe(exc, where)
+                raise TransportError(f"{self.host.name}: {reason}") from exc
+            with contextlib.suppress(asyncssh.Error, OSError):
+                proc.stdin.write(_MERGE_STDERR + script.encode())
+                proc.stdin.write_eof()
+            return SshProcess(proc, link.channels.release)
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        link, self._link = self._link, None
+        if link is None:
+            return
+        link.conn.close()
+        with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
+            await asyncio.wait_for(link.conn.wait_closed(), _CLOSE_GRACE_S)
+
+
+class SshPool:
+    """Creates the transports of one fleet and owns what they share.
+
+    `config_or_hosts` is a Config (its hosts, and its max_handshakes unless one is given) or
+    an iterable of HostConfig; a `jump` naming one of these hosts uses that host's settings.
+    """
+
+    def __init__(
+        self,
+        config_or_hosts: Any = (),
+        *,
+        max_handshakes: int | None = None,
+        channels_per_connection: int = 8,
+    ) -> None:
+        hosts: Iterable[SshHost] = getattr(config_or_hosts, "hosts", config_or_hosts)
+        if max_handshakes is None:
+            max_handshakes = getattr(config_or_hosts, "max_handshakes", 16)
+        self.hosts: dict[str, SshHost] = {h.name: h for h in hosts}
+        self.channels_per_connection = channels_per_connection
+        self.handshakes = asyncio.Semaphore(max_handshakes)
+        self._transports: dict[str, SshTransport] = {}
+        self._adhoc: dict[JumpSpec, SshTransport] = {}
+        self._retired: list[SshTransport] = []
+
+    def transport(self, host: SshHost) -> SshTransport:
+        """The transport for `host`: the same object (one connection) for the same settings."""
+        current = self._transports.get(host.name)
+        if current is not None and current.host == host:
+            return current
+        if current is not None:
+            self._retired.append(current)
+        self.hosts.setdefault(host.name, host)
+        transport = self._transports[host.name] = SshTransport(host, pool=self)
+        return transport
+
+    def bastion(self, target: SshHost) -> SshTransport | None:
+        """The shared transport of `target`'s jump host, None when it has none."""
+        if not target.jump:
+            return None
+        named = self.hosts.get(target.jump)
+        if named is not None:
+            return self.transport(named)
+        spec = parse_jump(target.jump, target)
+        if spec not in self._adhoc:
+            self._adhoc[spec] = SshTransport(spec, pool=self)
+        return self._adhoc[spec]
+
+    async def close(self) -> None:
+        """Targets first, then the bastions their tunnels run through."""
+        everything = [*self._transports.values(), *self._retired]
+        jumps = {t.host.jump for t in everything if t.host.jump}
+        targets = [t for t in everything if t.host.name not in jumps]
+        bastions = [t for t in everything if t.host.name in jumps]
+        await asyncio.gather(*(t.close() for t in targets))
+        await asyncio.gather(*(t.close() for t in bastions))
+        await asyncio.gather(*(t.close() for t in self._adhoc.values()))
