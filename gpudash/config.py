@@ -109,6 +109,18 @@ class HostConfig:
 
 
 @dataclass(frozen=True)
+class UiConfig:
+    """The `[ui]` table: how the app looks and behaves (the headless commands ignore it)."""
+
+    theme: str | None = None
+    """A Textual theme name ("textual-dark", "nord", ...); None is the app's default."""
+    refresh_s: float = 0.0
+    """Re-probe every host this many seconds after its last probe finished; 0 is off."""
+    save_dir: str = "gpudash-saved"
+    """Where the app's `s` key saves the selected host's raw outputs (`probe --save`)."""
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole config: its file and its hosts, in the order the file lists them."""
 
@@ -119,6 +131,9 @@ class Config:
     """Hosts probed at once."""
     max_handshakes: int = 16
     """SSH handshakes at once: sshd's MaxStartups drops unauthenticated ones past ~10."""
+    ui: UiConfig = UiConfig()
+    keys: tuple[tuple[str, str], ...] = ()
+    """`[keys]`: (binding id, keys) pairs that remap the app's keys."""
 
     def host(self, name: str) -> HostConfig | None:
         """The host called exactly `name`, or None."""
@@ -194,7 +209,9 @@ def parse_config(text: str, file: str) -> Config:
         rows = sorted(problems.rows, key=lambda row: (row.line is None, row.line or 0))
         raise ConfigError(rows)
     hosts = tuple(HostConfig(name=name, **fields) for name, fields in checked.hosts)  # type: ignore[arg-type]
-    return Config(file, hosts, **checked.fleet)  # type: ignore[arg-type]
+    ui = UiConfig(**checked.ui)  # type: ignore[arg-type]
+    keys = tuple((k, str(v)) for k, v in checked.keys.items())
+    return Config(file, hosts, **checked.fleet, ui=ui, keys=keys)  # type: ignore[arg-type]
 
 
 def default_config() -> Config:

@@ -9,13 +9,16 @@ its directory, a jump through the host itself or around a cycle, names that clas
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpudash.config_lines import KeyPath, render_path
 from gpudash.config_schema import (
     FLEET_KEYS,
     HOST_KEYS,
+    KEYS_KEYS,
     TOP_LEVEL,
+    UI_KEYS,
+    Key,
     Report,
     check_table,
     has_control,
@@ -38,6 +41,8 @@ class Checked:
 
     fleet: dict[str, object]
     hosts: list[tuple[str, dict[str, object]]]
+    ui: dict[str, object] = field(default_factory=dict)
+    keys: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,7 +69,9 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
             if key in HOST_KEYS or key in FLEET_KEYS:
                 report((key,), _IN_A_TABLE)
             else:
-                expected = " or ".join(TOP_LEVEL.values())
+                # The host tables are what a stray table usually meant; [ui] and [keys]
+                # still come up through the suggestion.
+                expected = " or ".join(TOP_LEVEL[t] for t in ("defaults", "hosts"))
                 report((key,), f"unknown table{suggest(key, list(TOP_LEVEL))}; expected {expected}")
 
     raw_defaults = data.get("defaults", {})
@@ -74,13 +81,16 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     defaults = check_table(raw_defaults, {**HOST_KEYS, **FLEET_KEYS}, ("defaults",), report)
     fleet = {field: defaults.pop(field) for field in _FLEET_FIELDS if field in defaults}
 
+    ui = _check_plain_table(data, "ui", UI_KEYS, report)
+    keys = _check_plain_table(data, "keys", KEYS_KEYS, report)
+
     raw_hosts = data.get("hosts")
     if raw_hosts is None or raw_hosts == {}:
         report(("hosts",), "no hosts defined; add a [hosts.NAME] table")
-        return Checked(fleet, [])
+        return Checked(fleet, [], ui, keys)
     if not isinstance(raw_hosts, dict):
         report(("hosts",), f"expected a table of [hosts.NAME] tables, got {toml_type(raw_hosts)}")
-        return Checked(fleet, [])
+        return Checked(fleet, [], ui, keys)
 
     hosts: list[_Host] = []
     folded: dict[str, str] = {}
@@ -97,7 +107,18 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     for host in hosts:
         _check_host(host, report)
     _check_jumps(hosts, report)
-    return Checked(fleet, [(host.name, host.fields) for host in hosts])
+    return Checked(fleet, [(host.name, host.fields) for host in hosts], ui, keys)
+
+
+def _check_plain_table(
+    data: Mapping[str, object], name: str, keys: Mapping[str, Key], report: Report
+) -> dict[str, object]:
+    """A top-level table of plain keys (`[ui]`, `[keys]`); absent means all defaults."""
+    raw = data.get(name, {})
+    if not isinstance(raw, dict):
+        report((name,), f"expected a table, got {toml_type(raw)}")
+        return {}
+    return check_table(raw, keys, (name,), report)
 
 
 def _check_name(name: str, path: KeyPath, folded: dict[str, str], report: Report) -> bool:

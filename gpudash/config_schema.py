@@ -237,9 +237,57 @@ FLEET_KEYS: Mapping[str, Key] = {
 }
 """Keys that apply to the whole run, so only `[defaults]` may set them."""
 
+
+def interval(value: object) -> float:
+    """A refresh interval: seconds above zero, or 0 for off."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return 0.0
+    return seconds(value)
+
+
+def key_list(value: object) -> str:
+    """Keys as Textual names them, comma-separated: "r", "f5", "ctrl+r,f5"."""
+    checked = text(value)
+    parts = [part.strip() for part in checked.split(",")]
+    if any(not part or any(c.isspace() for c in part) for part in parts):
+        raise Invalid(f"expected key names separated by commas, got {show(checked)}")
+    return ",".join(parts)
+
+
+UI_KEYS: Mapping[str, Key] = {
+    "theme": Key("theme", text),
+    "refresh": Key("refresh_s", interval),
+    "save_dir": Key("save_dir", local_path),
+}
+"""Keys of `[ui]`: the Textual theme's name, the periodic re-probe interval in seconds
+(0, the default, is off), and where `s` saves a host's raw outputs."""
+
+KEY_IDS = (
+    "refresh-host",
+    "refresh-all",
+    "fleet",
+    "filter",
+    "next-panel",
+    "previous-panel",
+    "expand",
+    "save",
+    "help",
+    "quit",
+    "toggle-nics",
+    "fleet-sort",
+    "fleet-open",
+    "fleet-close",
+)
+"""Binding ids that `[keys]` may remap (`refresh-host = "f5"`); the app's key table uses the
+same ids, and a test keeps the two lists equal."""
+
+KEYS_KEYS: Mapping[str, Key] = {name: Key(name, key_list) for name in KEY_IDS}
+
 TOP_LEVEL: Mapping[str, str] = {
     "defaults": "[defaults]",
     "hosts": "[hosts.NAME]",
+    "ui": "[ui]",
+    "keys": "[keys]",
 }
 """Top-level tables, with how the docs write them. A new table (`[ui]`, `[tasks]`) is added
 here, with its keys beside HOST_KEYS and one line in `check_document` to read it."""
