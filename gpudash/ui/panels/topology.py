@@ -1,8 +1,10 @@
 """The NVLink / topology panel: the GPU × GPU (and × NIC) matrix coloured by link class.
 
-Rows are GPUs; columns are GPUs and, unless hidden with `n`, NICs (the NIC × NIC block says
-nothing about GPU placement and would cost the width that lets 8 GPUs and their NICs fit
-at 100 columns). Wider matrices scroll sideways inside the panel.
+Rows are GPUs. By default the columns are the GPUs plus one "nearest NIC" column (the NICs
+with the best PCIe class to that GPU, which is what GPUDirect RDMA placement needs): that
+keeps 8 GPUs and a dozen NICs inside 100 columns. `n` swaps in one column per NIC; wider
+matrices scroll sideways inside the panel. The NIC × NIC block is never shown: it says
+nothing about GPU placement.
 """
 
 from __future__ import annotations
@@ -30,16 +32,7 @@ def _short(label: str) -> str:
 
 
 def _token(matrix: Any, a: str, b: str) -> str:
-    links = getattr(matrix, "links", None)
-    if isinstance(links, dict):
-        value = links.get((a, b))
-        if value is None:
-            row = links.get(a)
-            value = row.get(b) if isinstance(row, dict) else None
-        return value or ""
-    if callable(getattr(matrix, "link", None)):
-        return matrix.link(a, b) or ""
-    return ""
+    return matrix.link(a, b) or ""
 
 
 def _affinity(matrix: Any, gpu: str, attr: str) -> str | None:
@@ -54,15 +47,34 @@ def _affinity(matrix: Any, gpu: str, attr: str) -> str | None:
     return None if v in (None, "", "N/A") else str(v)
 
 
-def matrix_table(matrix: Any, show_nics: bool) -> Table:
+def nearest(matrix: Any, gpu: str) -> Text:
+    """'N0,N3 PXB': the NICs closest to `gpu`, with their link class."""
+    nics = matrix.nearest_nics(gpu)
+    if not nics:
+        return dim("–")
+    out = Text(",".join(_short(n) for n in nics[:3]))
+    if len(nics) > 3:
+        out.append(f"+{len(nics) - 3}", style="dim")
+    out.append(" ")
+    out.append(link(_token(matrix, gpu, nics[0])))
+    return out
+
+
+def matrix_table(matrix: Any, all_nics: bool) -> Table:
     gpus = list(matrix.gpus)
-    nics = list(getattr(matrix, "nics", ()) or ()) if show_nics else []
+    nics = list(matrix.nics) if all_nics else []
     table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
     table.add_column("", no_wrap=True, style="bold")
     for col in gpus + nics:
         table.add_column(Text(_short(col), style="bold"), justify="center", no_wrap=True)
+    compact = bool(matrix.nics) and not all_nics
+    if compact:
+        table.add_column(Text("nearest NIC", style="bold"), no_wrap=True)
     for gpu in gpus:
-        table.add_row(Text(_short(gpu)), *[link(_token(matrix, gpu, col)) for col in gpus + nics])
+        cells = [link(_token(matrix, gpu, col)) for col in gpus + nics]
+        if compact:
+            cells.append(nearest(matrix, gpu))
+        table.add_row(Text(_short(gpu)), *cells)
     return table
 
 
@@ -92,16 +104,14 @@ def affinity_lines(matrix: Any) -> list[Text]:
 
 
 def nic_names(matrix: Any) -> Text | None:
-    names = getattr(matrix, "nic_names", None) or {}
+    names = matrix.nic_names
     if not names:
         return None
     out = Text("NICs: ", style="dim")
-    items = names.items() if isinstance(names, dict) else enumerate(names)
-    for i, (nic, name) in enumerate(items):
+    for i, (nic, name) in enumerate(names.items()):
         if i:
             out.append("  ")
-        label = nic if isinstance(nic, str) else f"NIC{nic}"
-        out.append(_short(label), style="bold")
+        out.append(_short(nic), style="bold")
         out.append(" ")
         out.append(remote(name))
     return out
@@ -117,13 +127,19 @@ class TopologyPanel(Panel):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self.show_nics = True
+        self.show_nics = False  # one column per NIC (else one "nearest NIC" column)
         self._section: SectionResult | None = None
 
     def compose_body(self) -> ComposeResult:
         yield Static("", classes="topo-summary")
         yield Static("", classes="topo-matrix")
         yield Static("", classes="topo-foot")
+
+    def _nic_binding(self) -> Any:
+        from textual.binding import Binding
+
+        keymap = getattr(self.app, "_keymap", {}) or {}
+        return Binding(keymap.get("toggle-nics", "n"), "toggle_nics")
 
     def action_toggle_nics(self) -> None:
         self.show_nics = not self.show_nics
@@ -154,10 +170,11 @@ class TopologyPanel(Panel):
             return
         grid.update(matrix_table(matrix, self.show_nics))
         foot_lines: list[Any] = [*affinity_lines(matrix), legend()]
-        names = nic_names(matrix) if self.show_nics else None
+        names = nic_names(matrix)
         if names is not None:
             foot_lines.append(names)
-        hidden = len(getattr(matrix, "nics", ()) or ())
-        if not self.show_nics and hidden:
-            foot_lines.append(dim(f"{hidden} NIC columns hidden (n)"))
+        if matrix.nics:
+            key = self.app.get_key_display(self._nic_binding())
+            what = "nearest NIC only" if self.show_nics else "every NIC"
+            foot_lines.append(dim(f"{key}: show {what}"))
         foot.update(Group(*foot_lines))
