@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpudash.config import (
     Config,
@@ -287,9 +289,9 @@ ERRORS = [
         ],
     ),
     (
-        "reserved-for-later table",
-        "[ui]\n[hosts.b]\n",
-        ["c.toml:1: ui: unknown table; expected [defaults] or [hosts.NAME]"],
+        "a table gpudash does not have",
+        "[plugins]\n[hosts.b]\n",
+        ["c.toml:1: plugins: unknown table; expected [defaults] or [hosts.NAME]"],
     ),
     (
         "host key at top level",
@@ -678,3 +680,45 @@ def test_the_example_config_parses_with_the_hosts_it_documents() -> None:
 def test_the_example_config_documents_every_key(key: str) -> None:
     text = EXAMPLE.read_text()
     assert re.search(rf"^(# )?{key}( =|:)", text, re.MULTILINE), f"{key} is not documented"
+
+
+@given(
+    hosts=st.lists(
+        st.tuples(
+            st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=8),
+            st.sampled_from(["header", "dotted", "inline"]),
+            st.lists(st.sampled_from(["port", "user", "tags"]), unique=True, max_size=3),
+        ),
+        max_size=5,
+        unique_by=lambda host: host[0],
+    )
+)
+def test_the_scanner_finds_the_written_line_of_every_key_whatever_the_names(
+    hosts: list[tuple[str, str, list[str]]],
+) -> None:
+    values = {"port": "22", "user": '"a # [b] = c"', "tags": '[\n  "x", # ]\n  "y = z",\n]'}
+    lines: list[str] = []
+    expected: dict[tuple[str | int, ...], int] = {}
+
+    def write(path: tuple[str, ...], statement: str) -> None:
+        expected[path] = len(lines) + 1
+        lines.extend(statement.split("\n"))
+
+    # Top-level statements first: after a [header], `hosts.x.k = v` would land in that table.
+    for name, style, keys in sorted(hosts, key=lambda host: host[1] == "header"):
+        key = render_path((name,))
+        if style == "inline":
+            pairs = ", ".join(f"{k} = {values[k]}" for k in keys if k != "tags")
+            line = len(lines) + 1
+            lines.append(f"hosts.{key} = {{ {pairs} }}")
+            expected |= {("hosts", name, k): line for k in keys if k != "tags"}
+        elif style == "dotted":
+            for k in keys:
+                write(("hosts", name, k), f"hosts.{key}.{k} = {values[k]}")
+        else:
+            write(("hosts", name), f"[hosts.{key}]  # {name!r}")
+            for k in keys:
+                write(("hosts", name, k), f"{k} = {values[k]}")
+    text = "\n".join(lines) + "\n"
+    found = key_lines(text, tomllib.loads(text))
+    assert {path: found.line(path) for path in expected} == expected, text
