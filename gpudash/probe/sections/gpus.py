@@ -153,9 +153,10 @@ def _flag(value: str | None) -> bool | None:
 
 def _from_query(rows: Sequence[Mapping[str, str]]) -> tuple[Gpu, ...]:
     gpus = []
-    for row in rows:
-        index = _int(row.get("index"))
-        if index is None:
+    for position, row in enumerate(rows):
+        # Queries without the index field list GPUs in index order.
+        index = _int(row.get("index")) if "index" in row else position
+        if index is None or not row.get("name", "").strip():
             continue
         name = clean_line(row.get("name", ""))
         values = [v.strip() for v in row.values()]
