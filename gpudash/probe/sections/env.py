@@ -1,0 +1,353 @@
+"""The env section: which Pythons, package tools and virtual environments a host has.
+
+Everything is read from the file system, never by importing or running pip: `python -m pip
+--version` costs 0.3-0.8 s and `import torch` about 4 s, while a package's version is already
+in its `NAME-VERSION.dist-info` directory name and torch's CUDA build in `torch/version.py`.
+Only `python --version`, `uv --version` and `micromamba --version` run (a few ms each); conda
+and mamba 1 are Python programs, so their versions come from `conda-meta/*.json` file names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+
+from gpudash.probe.parts import Part, text_of
+from gpudash.text import clean_line
+
+NAME = "env"
+TIMEOUT = 10.0
+
+# Distributions whose versions each venv reports (dist-info names use "_" for "-").
+DISTS = (
+    "torch", "torchvision", "sglang", "sgl-kernel", "vllm", "flashinfer", "flashinfer-python",
+    "flashinfer-cubin", "flashinfer-jit-cache", "transformers", "triton", "pytorch-triton",
+    "xformers", "flash-attn", "huggingface-hub", "nvidia-ml-py", "pip", "uv",
+)  # fmt: skip
+_DIST_CASE = "|".join(f"{d.replace('-', '_')}-*" for d in DISTS)
+
+# Shared with the toolkit section: where environments are and how to list paths once each.
+VENV_SH = r"""
+gd_lines() { printf '%s\n' "$1" | tr "${2:-:}" '\n'; }
+# gd_paths LIST  existing paths named by the newline-separated patterns in LIST.
+gd_paths() {
+  while IFS= read -r _gp; do [ -n "$_gp" ] && gd_expand "$_gp"; done <<GD_EOF
+$1
+GD_EOF
+}
+# gd_uniq  stdin paths -> "1<TAB>path<TAB>realpath" first time a real path is seen, else "0...".
+gd_uniq() {
+  _gu_seen=$GD_NL
+  while IFS= read -r _gu; do
+    [ -n "$_gu" ] || continue
+    _gu_r=$(readlink -f "$_gu" 2>/dev/null); [ -n "$_gu_r" ] || _gu_r=$_gu
+    case $_gu_seen in
+      *"$GD_NL$_gu_r$GD_NL"*) printf '0\t%s\t%s\n' "$_gu" "$_gu_r" ;;
+      *) _gu_seen=$_gu_seen$_gu_r$GD_NL; printf '1\t%s\t%s\n' "$_gu" "$_gu_r" ;;
+    esac
+  done
+}
+# gd_venv_dirs  each environment (pyvenv.cfg or conda-meta) once, as gd_uniq lines.
+gd_venv_dirs() {
+  { [ -n "${VIRTUAL_ENV:-}" ] && printf '%s\n' "$VIRTUAL_ENV"
+    [ -n "${CONDA_PREFIX:-}" ] && printf '%s\n' "$CONDA_PREFIX"
+    gd_paths "${GPUDASH_VENV_PATHS:-}"; } |
+  while IFS= read -r _gv; do
+    { [ -f "$_gv/pyvenv.cfg" ] || [ -d "$_gv/conda-meta" ]; } && printf '%s\n' "$_gv"
+  done | gd_uniq | grep '^1'
+}
+"""
+
+BODY = (
+    VENV_SH
+    + r"""
+gd_pythons() {
+  # --version runs in parallel: pyenv shims and cold disks make one take 100 ms or more.
+  _d=$(mktemp -d "${TMPDIR:-/tmp}/gpudash-py.XXXXXX") || return 1
+  gd_lines "$PATH" | while IFS= read -r d; do
+    [ -n "$d" ] || continue
+    for f in "$d"/python3 "$d"/python3.[0-9]* "$d"/python; do
+      case ${f##*/} in python|python3|python3.[0-9]|python3.[0-9][0-9]) ;; *) continue ;; esac
+      [ -x "$f" ] && [ ! -d "$f" ] && printf '%s\n' "$f"
+    done
+  done | gd_uniq >"$_d/list"
+  _n=0
+  while IFS='	' read -r first p r; do
+    _n=$((_n + 1))
+    [ "$first" = 1 ] && { "$p" --version </dev/null >"$_d/$_n" 2>&1 & }
+  done <"$_d/list"
+  wait
+  _n=0
+  while IFS='	' read -r first p r; do
+    _n=$((_n + 1))
+    printf 'python\t%s\t%s\n' "$p" "$r"
+    [ -f "$_d/$_n" ] && printf 'version\t%s\n' "$(head -n 1 "$_d/$_n")"
+  done <"$_d/list"
+  rm -rf "$_d"
+}
+gd_pip() {
+  for f in /usr/lib/python3*/dist-packages/pip-*.dist-info \
+      /usr/lib/python3*/site-packages/pip-*.dist-info \
+      /usr/local/lib/python3*/dist-packages/pip-*.dist-info \
+      /usr/local/lib/python3*/site-packages/pip-*.dist-info \
+      "$HOME"/.local/lib/python3*/site-packages/pip-*.dist-info; do
+    [ -d "$f" ] && printf '%s\n' "$f"
+  done | gd_uniq | grep '^1'
+}
+gd_tool() {  # NAME CANDIDATE...: first executable on PATH or at a usual place
+  _t=$1; shift
+  _p=$(command -v "$_t" 2>/dev/null)
+  case $_p in /*) ;; *) _p= ;; esac
+  for _c in "$@"; do [ -z "$_p" ] && [ -x "$_c" ] && _p=$_c; done
+  [ -n "$_p" ] || { printf 'tool\t%s\t\n' "$_t"; return 0; }
+  printf 'tool\t%s\t%s\n' "$_t" "$_p"
+  case $_t in
+    uv|micromamba) printf 'version\t%s\n' "$("$_p" --version </dev/null 2>&1 | head -n 1)" ;;
+    *) _r=$(readlink -f "$_p" 2>/dev/null); [ -n "$_r" ] || _r=$_p
+       for _j in "${_r%/*}"/../conda-meta/"$_t"-[0-9]*.json; do
+         [ -f "$_j" ] && printf 'meta\t%s\n' "${_j##*/}"
+       done ;;
+  esac
+}
+gd_tools() {
+  gd_tool uv "$HOME/.local/bin/uv" "$HOME/.cargo/bin/uv"
+  for t in conda mamba micromamba; do
+    gd_tool "$t" "$HOME/miniforge3/bin/$t" "$HOME/miniconda3/bin/$t" \
+      "$HOME/anaconda3/bin/$t" "/opt/conda/bin/$t" "$HOME/.local/bin/$t"
+  done
+}
+gd_vars() {
+  printf 'VIRTUAL_ENV=%s\nCONDA_PREFIX=%s\nCONDA_DEFAULT_ENV=%s\n' \
+    "${VIRTUAL_ENV:-}" "${CONDA_PREFIX:-}" "${CONDA_DEFAULT_ENV:-}"
+}
+gd_venv() {
+  printf 'venv\t%s\n' "$1"
+  [ -d "$1/conda-meta" ] && for j in "$1"/conda-meta/python-[0-9]*.json; do
+    [ -f "$j" ] && printf 'condapy\t%s\n' "${j##*/}"
+  done
+  [ -f "$1/pyvenv.cfg" ] && while IFS= read -r l || [ -n "$l" ]; do
+    printf 'cfg\t%s\n' "$l"
+  done <"$1/pyvenv.cfg"
+  for sp in "$1"/lib/python*/site-packages; do
+    [ -d "$sp" ] || continue
+    printf 'site\t%s\n' "$sp"
+    for di in "$sp"/*.dist-info "$sp"/*.egg-info; do
+      b=${di##*/}
+      case $b in """
+    + _DIST_CASE
+    + r""") printf 'dist\t%s\n' "$b" ;; esac
+    done
+    [ -f "$sp/torch/version.py" ] && grep -E '^(cuda|hip)[^A-Za-z0-9_]' "$sp/torch/version.py" |
+      while IFS= read -r l; do printf 'torchpy\t%s\n' "$l"; done
+  done
+  return 0
+}
+gd_venvs() {
+  gd_venv_dirs | while IFS='	' read -r _ p _; do gd_venv "$p"; done
+}
+part pythons gd_pythons
+part pip gd_pip
+part tools gd_tools
+part vars gd_vars
+part venvs gd_venvs
+"""
+)
+
+
+@dataclass(frozen=True)
+class Python:
+    path: str
+    realpath: str
+    version: str | None  # "3.12.3"
+    aliases: tuple[str, ...] = ()  # other PATH names for the same executable
+    pip: str | None = None  # pip version importable by it, from dist-info
+    error: str | None = None  # what `--version` said instead of a version
+
+
+@dataclass(frozen=True)
+class Pip:
+    path: str  # the pip-X.dist-info directory
+    version: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    path: str | None  # None: not found
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class Venv:
+    path: str
+    python: str | None
+    packages: dict[str, str] = field(default_factory=dict)
+    torch_cuda: str | None = None  # "13.0"; None for CPU builds or no torch
+    kind: str = "venv"  # "venv" or "conda"
+
+
+@dataclass(frozen=True)
+class Env:
+    pythons: tuple[Python, ...] = ()
+    pip: tuple[Pip, ...] = ()
+    uv: Tool | None = None  # None: not found
+    conda: tuple[Tool, ...] = ()  # conda, mamba, micromamba that were found
+    virtual_env: str | None = None
+    conda_prefix: str | None = None
+    venvs: tuple[Venv, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def parse(parts: Mapping[str, Part]) -> Env:
+    notes = [f"{n}: cut off" for n in ("pythons", "venvs") if n in parts and parts[n].rc is None]
+    notes += [f"{n}: not run" for n in ("pythons", "pip", "tools", "venvs") if n not in parts]
+    pips = tuple(_pips(text_of(parts, "pip")))
+    pythons = tuple(_with_pip(p, pips) for p in _pythons(text_of(parts, "pythons")))
+    if "pythons" in parts and not pythons:
+        notes.append("no python3 or python on PATH")
+    tools = _tools(text_of(parts, "tools"))
+    env_vars = dict(
+        line.split("=", 1) for line in text_of(parts, "vars").splitlines() if "=" in line
+    )
+    return Env(
+        pythons=pythons,
+        pip=pips,
+        uv=tools["uv"] if "uv" in tools and tools["uv"].path else None,
+        conda=tuple(t for n, t in tools.items() if n != "uv" and t.path),
+        virtual_env=_clean(env_vars.get("VIRTUAL_ENV")),
+        conda_prefix=_clean(env_vars.get("CONDA_PREFIX")),
+        venvs=tuple(_venvs(text_of(parts, "venvs"))),
+        notes=tuple(notes),
+    )
+
+
+def _records(text: str) -> list[list[str]]:
+    return [line.split("\t") for line in text.splitlines() if "\t" in line]
+
+
+def _clean(value: str | None) -> str | None:
+    return (clean_line(value).strip()[:400] or None) if value else None
+
+
+def _version(text: str | None) -> str | None:
+    m = re.search(r"(\d+(?:\.\d+){0,3}(?:[.+-]?[A-Za-z0-9_.+-]*)?)", text or "")
+    return clean_line(m.group(1))[:60] if m else None
+
+
+def _pythons(text: str) -> list[Python]:
+    by_real: dict[str, Python] = {}
+    last: str | None = None
+    for rec in _records(text):
+        if rec[0] == "python" and len(rec) >= 3:
+            path, real = _clean(rec[1]) or "?", _clean(rec[2]) or "?"
+            if real in by_real:
+                old = by_real[real]
+                by_real[real] = replace(old, aliases=(*old.aliases, path))
+                last = None
+            else:
+                by_real[real], last = Python(path, real, None), real
+        elif rec[0] == "version" and last is not None:
+            old = by_real[last]
+            m = re.match(r"\s*Python\s+(\d\S*)", rec[1])
+            version, error = (_clean(m.group(1)), None) if m else (None, _clean(rec[1][:200]))
+            by_real[last] = Python(old.path, old.realpath, version, error=error)
+    return list(by_real.values())
+
+
+def _pips(text: str) -> list[Pip]:
+    out = []
+    for rec in _records(text):
+        m = re.search(r"/pip-([^/]+)\.dist-info$", rec[1] if len(rec) > 1 else "")
+        if m:
+            out.append(Pip(_clean(rec[1]) or "?", _clean(m.group(1)) or "?"))
+    return out
+
+
+def _with_pip(py: Python, pips: tuple[Pip, ...]) -> Python:
+    """The pip this Python would import: in its own prefix, or the system dirs for /usr."""
+    minor = ".".join((py.version or "").split(".")[:2])
+    for path in (py.path, *py.aliases, py.realpath):
+        prefix = str(PurePosixPath(path).parent.parent)
+        for pip in pips:
+            lib = re.search(r"/lib/python(3(?:\.\d+)?)/", pip.path)
+            if lib and "." in lib.group(1) and minor and lib.group(1) != minor:
+                continue
+            own = pip.path.startswith(prefix.rstrip("/") + "/lib/")
+            system = prefix in ("/usr", "/") and pip.path.startswith(("/usr/", "/lib/"))
+            if own or system:
+                return replace(py, pip=pip.version)
+    return py
+
+
+def _tools(text: str) -> dict[str, Tool]:
+    tools: dict[str, Tool] = {}
+    name: str | None = None
+    for rec in _records(text):
+        if rec[0] == "tool" and len(rec) >= 3 and rec[1]:
+            name = clean_line(rec[1])[:40]
+            tools[name] = Tool(name, _clean(rec[2]))
+        elif name in tools and rec[0] in ("version", "meta"):
+            found = re.search(r"-(\d[^-]*)-", rec[1]) if rec[0] == "meta" else None
+            version = found.group(1) if found else _version(rec[1].split(" ", 1)[-1])
+            if rec[0] == "version" and re.search(r"not found|No such file|rror", rec[1]):
+                version = None
+            tools[name] = Tool(name, tools[name].path, _clean(version))
+    return tools
+
+
+def _venvs(text: str) -> list[Venv]:
+    out: list[Venv] = []
+    for block in re.split(r"^(?=venv\t)", text, flags=re.M):
+        recs = _records(block)
+        if not recs or recs[0][0] != "venv":
+            continue
+        cfg: dict[str, str] = {}
+        packages: dict[str, str] = {}
+        site_py = conda_py = torch_py = None
+        for rec in recs[1:]:
+            kind, value = rec[0], "\t".join(rec[1:])
+            if kind == "cfg" and "=" in value:
+                key, val = value.split("=", 1)
+                cfg[key.strip().lower()] = val.strip()
+            elif kind == "site":
+                m = re.search(r"/lib/python(\d+\.\d+)[^/]*/site-packages$", value)
+                site_py = site_py or (m.group(1) if m else None)
+            elif kind == "condapy":
+                m = re.match(r"python-(\d[^-]*)-", value)
+                conda_py = m.group(1) if m else conda_py
+            elif kind == "dist":
+                name_version = _dist_name_version(value)
+                if name_version:
+                    packages.setdefault(*name_version)
+            elif kind == "torchpy":
+                m = re.match(r"cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", value)
+                torch_py = m.group(1) if m else torch_py
+        python = cfg.get("version") or cfg.get("version_info") or conda_py or site_py
+        if python and re.fullmatch(r"\d+\.\d+\.\d+\.\w+\.\d+", python):
+            python = ".".join(python.split(".")[:3])  # version_info = 3.12.3.final.0
+        out.append(
+            Venv(
+                path=_clean(recs[0][1]) or "?",
+                python=_clean(python),
+                packages=packages,
+                torch_cuda=_clean(torch_py) or _cuda_from_local(packages.get("torch")),
+                kind="conda" if conda_py or "conda-meta" in block else "venv",
+            )
+        )
+    return out
+
+
+def _dist_name_version(dirname: str) -> tuple[str, str] | None:
+    """`torch-2.11.0+cu130.dist-info` -> ("torch", "2.11.0+cu130"); egg-info alike."""
+    m = re.match(r"^([A-Za-z0-9_.]+?)-(\d[^-]*?)(?:-py[\d.]+)?\.(?:dist|egg)-info$", dirname)
+    if not m:
+        return None
+    name = re.sub(r"[-_.]+", "-", m.group(1)).lower()
+    return clean_line(name)[:60], clean_line(m.group(2))[:60]
+
+
+def _cuda_from_local(version: str | None) -> str | None:
+    m = re.search(r"\+cu(\d{1,2})(\d)$", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None

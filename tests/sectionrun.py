@@ -1,0 +1,62 @@
+"""Run one section's body for real: prelude + BODY under a real POSIX shell, then parse.
+
+Tests use this instead of mocks so that every section is exercised by dash (the default
+/bin/sh here, as on Debian and Ubuntu) and, where installed, busybox sh, against real files.
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import tempfile
+import time
+from importlib.resources import files
+from pathlib import Path
+from types import ModuleType
+
+from gpudash.probe.parts import Part, split_parts
+
+PRELUDE = files("gpudash.probe").joinpath("prelude.sh").read_text(encoding="utf-8")
+
+
+def script_of(module: ModuleType) -> str:
+    return f"{PRELUDE}\n{module.BODY}\n"
+
+
+def run_raw(
+    module: ModuleType,
+    env: dict[str, str],
+    *,
+    shell: tuple[str, ...] = ("/bin/sh",),
+    timeout: float | None = None,
+) -> tuple[str, str, float]:
+    """The section's raw output, its nonce and the seconds it took."""
+    nonce = secrets.token_hex(8)
+    with tempfile.TemporaryDirectory(prefix="gd-section-") as tmp:
+        path = Path(tmp) / f"{module.NAME}.sh"
+        path.write_text(script_of(module), encoding="utf-8")
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [*shell, str(path)],
+            env={**env, "GPUDASH_NONCE": nonce},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout if timeout is not None else module.TIMEOUT + 5,
+            check=False,
+        )
+        took = time.perf_counter() - start
+    return proc.stdout.decode("utf-8", errors="replace"), nonce, took
+
+
+def run_section(
+    module: ModuleType,
+    env: dict[str, str],
+    *,
+    shell: tuple[str, ...] = ("/bin/sh",),
+    timeout: float | None = None,
+) -> tuple[dict[str, Part], object]:
+    """Run `module.BODY` with exactly `env` (plus a random nonce); its parts and parse."""
+    text, nonce, _ = run_raw(module, env, shell=shell, timeout=timeout)
+    parts = split_parts(text, nonce)
+    return parts, module.parse(parts)
