@@ -54,8 +54,9 @@ def uptime(seconds: float) -> str:
 def header(host: HostResult) -> Text:
     name = remote(host.name, style="bold reverse")
     line = Text.assemble(" ", name, " ")
-    line.append(" ")
-    line.append(state_text(host))
+    if host.state.value in ("pending", "connecting", "failed") or not host.sections:
+        line.append(" ")
+        line.append(state_text(host))
     section = host.sections.get("system")
     bits = system_bits(section.data if section else None)
     if section is not None and section.error and not bits:
@@ -63,6 +64,4 @@ def header(host: HostResult) -> Text:
     if bits:
         line.append("  ")
         line.append(join(*bits))
-    line.no_wrap = True
-    line.overflow = "ellipsis"
     return line

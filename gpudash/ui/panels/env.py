@@ -1,10 +1,86 @@
-"""The Env panel."""
+"""The Env panel: pythons, pip, uv, conda, and each venv with the inference stack's versions."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
 from gpudash.ui.panels.base import Panel
+from gpudash.ui.render import NA, dim, join, remote
+
+STACK = ("torch", "sglang", "vllm", "flashinfer-python", "transformers")
+"""The packages an inference venv is judged by, in the order they are shown."""
+
+LABELS = {"flashinfer-python": "flashinfer"}
+
+
+def _package(venv: Any, name: str) -> str | None:
+    packages = venv.packages
+    if name in packages:
+        return packages[name]
+    alt = name.replace("-python", "")
+    return packages.get(alt)
+
+
+def tools_line(data: Any) -> Text:
+    pythons = [
+        Text.assemble(remote(p.version or "?", style="bold"), " ", remote(p.path, style="dim"))
+        for p in data.pythons
+    ]
+    bits: list[Text | str] = [
+        Text.assemble("python ", join(*pythons, sep=", ") if pythons else dim("not found"))
+    ]
+    pips = sorted({p.version for p in data.pip})
+    bits.append(Text.assemble("pip ", remote(", ".join(pips)) if pips else dim("none")))
+    uv = data.uv
+    bits.append(
+        Text.assemble("uv ", remote(uv.version or "found") if uv and uv.path else dim("none"))
+    )
+    conda = [Text.assemble(remote(t.name), " ", remote(t.version or "")) for t in data.conda]
+    bits.append(Text.assemble("conda ", join(*conda, sep=", ") if conda else dim("none")))
+    return join(*bits)
+
+
+def venv_table(venvs: tuple[Any, ...]) -> Table:
+    table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
+    table.add_column(Text("venv", style="bold"), no_wrap=True, overflow="ellipsis")
+    table.add_column(Text("py", style="bold"), no_wrap=True)
+    for name in STACK:
+        table.add_column(Text(LABELS.get(name, name), style="bold"), no_wrap=True)
+    for venv in venvs:
+        cells = []
+        for name in STACK:
+            version = _package(venv, name)
+            cell = remote(version) if version else dim(NA)
+            if name == "torch" and version and venv.torch_cuda:
+                cell.append(f" cu{venv.torch_cuda}", style="dim")
+            cells.append(cell)
+        table.add_row(remote(venv.path), remote(venv.python), *cells)
+    return table
 
 
 class EnvPanel(Panel):
     SECTION = "env"
     TITLE = "Env"
+
+    def body(self, data: Any) -> RenderableType:
+        parts: list[RenderableType] = [tools_line(data)]
+        active = [
+            Text.assemble(label, remote(value))
+            for label, value in (
+                ("VIRTUAL_ENV=", data.virtual_env),
+                ("CONDA_PREFIX=", data.conda_prefix),
+            )
+            if value
+        ]
+        if active:
+            parts.append(join(*active))
+        if data.venvs:
+            parts.append(venv_table(data.venvs))
+        else:
+            parts.append(dim("no venvs found in the configured venv paths"))
+        parts.extend(remote(n, style="dim") for n in data.notes)
+        return Group(*parts)
