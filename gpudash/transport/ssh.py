@@ -38,6 +38,7 @@ log = logging.getLogger("gpudash.transport.ssh")
 KEEPALIVE_INTERVAL_S = 15
 KEEPALIVE_COUNT_MAX = 3
 _CLOSE_GRACE_S = 5.0
+_OPEN_RETRY_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
 # SSH carries stderr on its own stream, so the order against stdout is lost in transit;
 # merging on the host keeps it, as the local transport's pipe does. `stderr=STDOUT` still
 # catches what the login shell itself prints before the script runs.
@@ -102,6 +103,7 @@ class SshTransport(Transport):
 
     def __init__(self, host: SshHost, *, pool: SshPool | None = None) -> None:
         self.host = host
+        self._owns_pool = pool is None
         self.pool = pool if pool is not None else SshPool([host])
         self.warnings: list[str] = []
         self._link: _Link | None = None
@@ -166,7 +168,8 @@ class SshTransport(Transport):
             try:
                 # Built once up front to learn what ~/.ssh/config resolved (for the
                 # known_hosts files and the reason lines); connect() merges it again.
-                resolved = await asyncssh.SSHClientConnectionOptions.construct(**options)
+                # config=() loads ~/.ssh/config as connect() does (the options default is none)
+                resolved = await asyncssh.SSHClientConnectionOptions.construct(config=(), **options)
                 where = Endpoint(resolved.username, resolved.host, resolved.port)
                 check.configure(resolved.config)
                 known = check.asyncssh_known_hosts()
@@ -199,9 +202,7 @@ class SshTransport(Transport):
             assert link is not None
             await link.channels.acquire()
             try:
-                proc = await link.conn.create_process(
-                    script_command(timeout), encoding=None, stderr=asyncssh.STDOUT
-                )
+                proc = await self._create_process(link, script_command(timeout))
             except (asyncssh.Error, OSError) as exc:
                 link.channels.release()
                 if reused and not retry and link.conn.is_closed():
@@ -215,13 +216,36 @@ class SshTransport(Transport):
             return SshProcess(proc, link.channels.release)
         raise AssertionError("unreachable")
 
+    @staticmethod
+    async def _create_process(link: _Link, command: str) -> asyncssh.SSHClientProcess[bytes]:
+        """Open the channel, waiting out sshd's late release of closed sessions.
+
+        sshd frees a closed session's MaxSessions slot only after the packets it read with
+        the CLOSE are handled, so a burst of close-then-open can briefly count 11 sessions
+        against a limit of 10 ("no more sessions" in its log; measured with 20 starts).
+        """
+        for delay in (*_OPEN_RETRY_S, None):
+            try:
+                return await link.conn.create_process(
+                    command, encoding=None, stderr=asyncssh.STDOUT
+                )
+            except asyncssh.ChannelOpenError as exc:
+                if delay is None or exc.code != asyncssh.OPEN_CONNECT_FAILED:
+                    raise
+                if link.conn.is_closed():
+                    raise
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
     async def close(self) -> None:
+        """Close the connection, and the bastions too when this transport made its own pool."""
         link, self._link = self._link, None
-        if link is None:
-            return
-        link.conn.close()
-        with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
-            await asyncio.wait_for(link.conn.wait_closed(), _CLOSE_GRACE_S)
+        if link is not None:
+            link.conn.close()
+            with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
+                await asyncio.wait_for(link.conn.wait_closed(), _CLOSE_GRACE_S)
+        if self._owns_pool:
+            await self.pool.close()
 
 
 class SshPool:
