@@ -36,18 +36,17 @@ def gpudash(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
 
 
 def host_block(sshd: Sshd, name: str, port: int, **extra: object) -> str:
-    lines = [
-        f"[hosts.{name}]",
-        'address = "127.0.0.1"',
-        f"port = {port}",
-        f'user = "{sshd.user}"',
-        f'identity_file = "{sshd.client_key}"',
-        f'known_hosts = "{extra.pop("known_hosts", sshd.known_hosts)}"',
-        'network_targets = ["http://127.0.0.1:9/"]',
-        "connect_timeout = 2",
-    ]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
-    return "\n".join(lines) + "\n"
+    keys: dict[str, object] = {
+        "address": "127.0.0.1",
+        "port": port,
+        "user": sshd.user,
+        "identity_file": str(sshd.client_key),
+        "known_hosts": str(sshd.known_hosts),
+        "network_targets": ["http://127.0.0.1:9/"],
+        "connect_timeout": 2,
+        **extra,
+    }
+    return f"[hosts.{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
 
 
 @pytest.fixture

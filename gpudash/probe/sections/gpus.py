@@ -105,6 +105,9 @@ def parse(parts: Mapping[str, Part]) -> Gpus:
     if not gpus and table is not None and table.gpus:
         gpus = tuple(_from_smi_row(g) for g in table.gpus)
         notes.append("GPU list read from the nvidia-smi table (the CSV query failed)")
+    elif query is not None and query.ok and not gpus and text.strip():
+        first = clean_line(text.strip().splitlines()[0][:200])
+        notes.append(f"nvidia-smi --query-gpu printed no GPU rows: {first}")
     elif query is not None and not query.ok:
         notes.append(f"nvidia-smi --query-gpu failed: {clean_line(text.strip()[:200])}")
     if table is not None:
