@@ -77,11 +77,40 @@ def median_s(cmd: list[str], rounds: int, **kw: object) -> float:
     return statistics.median(times)
 
 
+def in_process_s(config_path: Path, rounds: int) -> float:
+    """`probe_command` inside this process: the probe itself, without interpreter start-up."""
+    import asyncio
+
+    from gpudash.headless import probe_command
+
+    config = parse_config(config_path.read_text(), str(config_path))
+    times = []
+    with open(os.devnull, "w") as sink:
+        for _ in range(rounds):
+            start = time.perf_counter()
+            asyncio.run(probe_command(config, None, as_json=True, save=None, out=sink))
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def ssh_cmd(sshd: Sshd, port: int, *remote: str) -> list[str]:
     return [
-        "ssh", "-q", "-p", str(port), "-i", str(sshd.client_key),
-        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "StrictHostKeyChecking=yes",
-        "-o", "BatchMode=yes", "-F", "/dev/null", f"{sshd.user}@127.0.0.1", *remote,
+        "ssh",
+        "-q",
+        "-p",
+        str(port),
+        "-i",
+        str(sshd.client_key),
+        "-o",
+        f"UserKnownHostsFile={sshd.known_hosts}",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "BatchMode=yes",
+        "-F",
+        "/dev/null",
+        f"{sshd.user}@127.0.0.1",
+        *remote,
     ]
 
 
@@ -93,11 +122,12 @@ def parallel_openssh_s(sshd: Sshd, config_path: Path, n: int, rounds: int) -> fl
     for _ in range(rounds):
         start = time.perf_counter()
         procs = [
-            subprocess.Popen(ssh_cmd(sshd, p, "/bin/sh -s"), stdin=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL)
+            subprocess.Popen(
+                ssh_cmd(sshd, p, "/bin/sh -s"), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL
+            )
             for p in ports
         ]
-        for proc, script in zip(procs, scripts):
+        for proc, script in zip(procs, scripts, strict=True):
             proc.stdin.write(script)  # type: ignore[union-attr]
             proc.stdin.close()  # type: ignore[union-attr]
         for proc in procs:
@@ -111,17 +141,23 @@ def script_alone_s(sshd: Sshd, config_path: Path, rounds: int) -> float:
     config = parse_config(config_path.read_text(), str(config_path))
     script = build_script(plan_for(config.hosts[0])).encode()
     host = sshd.hosts[0]
-    env = {**os.environ, "PATH": f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin",
-           "HOME": str(host.home)}
+    env = {
+        **os.environ,
+        "PATH": f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(host.home),
+    }
     return median_s(["/bin/sh", "-s"], rounds, input=script, env=env)
 
 
 def streaming_gap(config_path: Path) -> tuple[float, float]:
     """Seconds from start to the first and to the last section line of one host."""
     start = time.perf_counter()
-    proc = subprocess.Popen([*GPUDASH, "probe", "--config", str(config_path), "fake00"],
-                            stdout=subprocess.PIPE, text=True, env={**os.environ,
-                                                                    "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [*GPUDASH, "probe", "--config", str(config_path), "fake00"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     stamps = []
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -140,6 +176,7 @@ def main() -> None:
     target = f"http://127.0.0.1:{server.server_address[1]}/"
     with tempfile.TemporaryDirectory(prefix="gpudash-bench-") as tmp:
         root = Path(tmp)
+        (root / "sshd").mkdir()
         sshd = Sshd(root / "sshd")
         sshd.start()
         try:
@@ -152,24 +189,41 @@ def main() -> None:
             write_config(cfg20, sshd, 20, target)
             connect = median_s(ssh_cmd(sshd, sshd.hosts[0].port, "true"), args.rounds)
             script = script_alone_s(sshd, cfg1, args.rounds)
-            one = median_s([*GPUDASH, "probe", "--json", "--config", str(cfg1)], args.rounds,
-                           env=env)
+            one = median_s(
+                [*GPUDASH, "probe", "--json", "--config", str(cfg1)], args.rounds, env=env
+            )
             budget = connect + script + 0.050
-            rows.append(("1 host: gpudash probe --json", one, budget,
-                         f"ssh connect {connect * 1000:.0f} ms + script {script * 1000:.0f} ms"
-                         " + 50 ms"))
-            twenty = median_s([*GPUDASH, "probe", "--json", "--config", str(cfg20)],
-                              args.rounds, env=env)
+            rows.append(
+                (
+                    "1 host: gpudash probe --json",
+                    one,
+                    budget,
+                    f"ssh connect {connect * 1000:.0f} ms + script {script * 1000:.0f} ms + 50 ms",
+                )
+            )
+            twenty = median_s(
+                [*GPUDASH, "probe", "--json", "--config", str(cfg20)], args.rounds, env=env
+            )
             base20 = parallel_openssh_s(sshd, cfg20, 20, args.rounds)
-            rows.append(("20 hosts: gpudash probe --json", twenty, base20 * 1.5,
-                         f"parallel OpenSSH {base20 * 1000:.0f} ms x 1.5"))
+            rows.append(
+                (
+                    "20 hosts: gpudash probe --json",
+                    twenty,
+                    base20 * 1.5,
+                    f"parallel OpenSSH {base20 * 1000:.0f} ms x 1.5",
+                )
+            )
             first, last = streaming_gap(cfg1)
             print(f"{'case':34} {'gpudash':>9} {'target':>9}  ratio  basis")
             for name, value, goal, basis in rows:
-                print(f"{name:34} {value * 1000:7.0f}ms {goal * 1000:7.0f}ms  "
-                      f"{value / goal:5.2f}  {basis}")
-            print(f"streaming: first section line at {first * 1000:.0f} ms, "
-                  f"last at {last * 1000:.0f} ms (slowest section: a 300 ms HTTP target)")
+                print(
+                    f"{name:34} {value * 1000:7.0f}ms {goal * 1000:7.0f}ms  "
+                    f"{value / goal:5.2f}  {basis}"
+                )
+            print(
+                f"streaming: first section line at {first * 1000:.0f} ms, "
+                f"last at {last * 1000:.0f} ms (slowest section: a 300 ms HTTP target)"
+            )
         finally:
             sshd.close()
             server.shutdown()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Iterable
 
@@ -35,7 +36,8 @@ class Fleet:
         if host.transport == "local":
             from gpudash.transport.local import LocalTransport
 
-            return LocalTransport()
+            # GPUDASH_NVML=0 forces the nvidia-smi path, e.g. to compare it with NVML.
+            return LocalTransport(use_nvml=os.environ.get("GPUDASH_NVML", "1") != "0")
         if host.transport == "replay":
             from gpudash.transport.replay import ReplayTransport
 

@@ -74,8 +74,16 @@ def duration(seconds: float | None) -> str:
 def system_line(data: Any) -> str:
     cpu = f"{data.cpus or '?'} CPUs" + (f" ({data.cpu_model})" if data.cpu_model else "")
     memory = human_bytes(data.memory_total_bytes) + " RAM"
-    return " · ".join([data.hostname or "?", data.os or "?", f"kernel {data.kernel or '?'}",
-                       cpu, memory, f"up {duration(data.uptime_s)}"])
+    return " · ".join(
+        [
+            data.hostname or "?",
+            data.os or "?",
+            f"kernel {data.kernel or '?'}",
+            cpu,
+            memory,
+            f"up {duration(data.uptime_s)}",
+        ]
+    )
 
 
 def toolkit_line(data: Any) -> str:
@@ -96,8 +104,10 @@ def env_line(data: Any) -> str:
     python = next((p.version for p in data.pythons if p.version), None)
     bits = [f"python {python}" if python else "python3: not found"]
     bits.append(f"uv {data.uv.version or '?'}" if data.uv else "uv: not found")
-    venvs = [f"{v.path} (torch {v.packages['torch']})" if "torch" in v.packages else v.path
-             for v in data.venvs]
+    venvs = [
+        f"{v.path} (torch {v.packages['torch']})" if "torch" in v.packages else v.path
+        for v in data.venvs
+    ]
     bits.append("venvs: " + ", ".join(venvs) if venvs else "no venv")
     return " · ".join(bits)
 
@@ -119,8 +129,9 @@ def network_line(data: Any) -> str:
     bits = []
     for t in data.targets:
         if t.ok:
-            bits.append(f"{t.host} ok {t.latency_ms:.0f} ms" if t.latency_ms is not None
-                        else f"{t.host} ok")
+            bits.append(
+                f"{t.host} ok {t.latency_ms:.0f} ms" if t.latency_ms is not None else f"{t.host} ok"
+            )
         else:
             bits.append(f"{t.host} FAILED ({t.error or 'no answer'})")
     bits.append("HF token: present" if data.hf_token else "HF token: absent")

@@ -54,9 +54,7 @@ def install(bin_dir: Path, captures: dict[str, Path] | Path) -> Path:
     if store.exists():
         shutil.rmtree(store)
     store.mkdir(parents=True)
-    files = (
-        {p.name: p for p in captures.iterdir()} if isinstance(captures, Path) else captures
-    )
+    files = {p.name: p for p in captures.iterdir()} if isinstance(captures, Path) else captures
     for name, path in files.items():
         shutil.copyfile(path, store / name)
     quoted = shlex.quote(str(store))

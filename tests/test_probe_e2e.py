@@ -31,7 +31,10 @@ NVLINK_8X = {
 def gpudash(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gpudash", *args],
-        capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
     )
 
 
@@ -109,11 +112,20 @@ def test_one_good_host_finishes_while_each_bad_host_gets_its_one_line_reason(
     ok = hosts["good"]
     assert ok["state"] == "ready" and ok["error"] is None
     assert set(ok["sections"]) == {
-        "system", "gpus", "topology", "toolkit", "env", "models", "network"
+        "system",
+        "gpus",
+        "topology",
+        "toolkit",
+        "env",
+        "models",
+        "network",
     }
     gpu = ok["sections"]["gpus"]["data"]["gpus"][0]
     assert (gpu["name"], gpu["cc"], gpu["sm"], gpu["arch"]) == (
-        "NVIDIA H200", "9.0", "sm_90", "Hopper"
+        "NVIDIA H200",
+        "9.0",
+        "sm_90",
+        "Hopper",
     )
     assert ok["sections"]["gpus"]["data"]["cuda_version"] == "13.0"
     assert ok["sections"]["topology"]["data"]["summary"] == "single GPU: no GPU pairs"
@@ -154,8 +166,9 @@ def test_a_saved_probe_replays_to_the_same_results_without_connecting(
     saved = tmp_path / "saved"
     live = gpudash("probe", "--json", "--save", str(saved), "--config", str(config))
     assert live.returncode == 0, live.stderr
-    assert (saved / "box" / "gpus.smi.txt").read_text() == (FIX / "h200-1x/smi.txt").read_text(
-    ).rstrip("\n")
+    assert (saved / "box" / "gpus.smi.txt").read_text() == (
+        FIX / "h200-1x/smi.txt"
+    ).read_text().rstrip("\n")
     assert oct((saved / "box").stat().st_mode & 0o777) == "0o700"
     sshd.stop()
     try:

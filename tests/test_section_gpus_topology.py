@@ -29,12 +29,19 @@ def test_the_h200_query_and_table_give_one_hopper_gpu_with_its_driver_and_cuda()
     assert (result.driver_version, result.cuda_version) == ("580.159.04", "13.0")
     (gpu,) = result.gpus
     assert (gpu.name, gpu.cc, gpu.sm, gpu.arch, gpu.cc_source) == (
-        "NVIDIA H200", "9.0", "sm_90", "Hopper", "driver"
+        "NVIDIA H200",
+        "9.0",
+        "sm_90",
+        "Hopper",
+        "driver",
     )
     assert (gpu.memory_total_mib, gpu.memory_used_mib) == (143771, 0)
     assert (gpu.power_w, gpu.power_limit_w, gpu.temp_c) == (78.73, 700.0, 39)
     assert (gpu.persistence, gpu.mig_mode, gpu.ecc_uncorrected, gpu.error) == (
-        True, "Disabled", 0, False
+        True,
+        "Disabled",
+        0,
+        False,
     )
     assert gpu.uuid == "GPU-9f16c755-ed0b-7acb-3b4a-4eac310d0d7b"
 
@@ -73,10 +80,30 @@ def test_the_nvml_part_parses_to_the_same_gpu_as_the_query():
     nvml_json = {
         "driver_version": "580.159.04",
         "cuda_version": "13.0",
-        "gpus": [{**{k: getattr(g, k) for k in (
-            "index", "name", "uuid", "bus_id", "cc", "memory_total_mib", "memory_used_mib",
-            "temp_c", "util_percent", "power_w", "power_limit_w", "persistence", "mig_mode",
-            "ecc_uncorrected", "error")}}],
+        "gpus": [
+            {
+                **{
+                    k: getattr(g, k)
+                    for k in (
+                        "index",
+                        "name",
+                        "uuid",
+                        "bus_id",
+                        "cc",
+                        "memory_total_mib",
+                        "memory_used_mib",
+                        "temp_c",
+                        "util_percent",
+                        "power_w",
+                        "power_limit_w",
+                        "persistence",
+                        "mig_mode",
+                        "ecc_uncorrected",
+                        "error",
+                    )
+                }
+            }
+        ],
         "processes": [],
     }
     from_nvml = gpus.parse({"nvml": Part("nvml", 0, json.dumps(nvml_json))})
@@ -85,8 +112,10 @@ def test_the_nvml_part_parses_to_the_same_gpu_as_the_query():
 
 
 def test_remote_markup_and_escapes_in_a_gpu_name_are_kept_literal_and_neutralised():
-    csv = (H200 / "query_csv.txt").read_text().replace(
-        "NVIDIA H200,", "NVIDIA [bold red]H200\x1b]0;pwned\x07,", 1
+    csv = (
+        (H200 / "query_csv.txt")
+        .read_text()
+        .replace("NVIDIA H200,", "NVIDIA [bold red]H200\x1b]0;pwned\x07,", 1)
     )
     (gpu,) = gpus.parse({"query": Part("query", 0, csv)}).gpus
     assert gpu.name == "NVIDIA [bold red]H200"
@@ -122,8 +151,11 @@ def test_inactive_nvlinks_are_counted():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.dictionaries(st.sampled_from(["query", "smi", "nvml", "topo", "nvlink", "fabric"]),
-                       st.text(), max_size=4))
+@given(
+    st.dictionaries(
+        st.sampled_from(["query", "smi", "nvml", "topo", "nvlink", "fabric"]), st.text(), max_size=4
+    )
+)
 def test_arbitrary_parts_never_make_either_parser_raise(texts):
     parts = {k: Part(k, 0, v) for k, v in texts.items()}
     gpus.parse(parts)

@@ -15,10 +15,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpudash.probe.arch import arch_for_cc, cc_from_name
+from gpudash.probe.parts import Part
 from gpudash.probe.query import number, parse_query
 from gpudash.probe.smi import parse_smi
-
-from gpudash.probe.parts import Part
 from gpudash.text import clean_line
 
 NAME = "gpus"

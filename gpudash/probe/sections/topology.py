@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpudash.probe.nvlink import NvlinkStatus, parse_nvlink
+from gpudash.probe.parts import Part
 from gpudash.probe.topo import Topology as TopoMatrix
 from gpudash.probe.topo import parse_topo
-
-from gpudash.probe.parts import Part
 from gpudash.text import clean_line
 
 NAME = "topology"
