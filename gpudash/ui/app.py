@@ -100,11 +100,11 @@ class GpudashApp(App[int]):
 
     @property
     def host_list(self) -> HostList:
-        return self.query_one(HostList)
+        return self.screen_stack[0].query_one(HostList)
 
     @property
     def host_view(self) -> HostView:
-        return self.query_one(HostView)
+        return self.screen_stack[0].query_one(HostView)
 
     # ---- probing -----------------------------------------------------------------------
 
@@ -141,7 +141,7 @@ class GpudashApp(App[int]):
     @on(ProbeEvent)
     def _probe_event(self, message: ProbeEvent) -> None:
         event = message.event
-        if event.host not in self.results:
+        if event.host not in self.results or self._quitting or not self.screen_stack:
             return
         snapshot = apply(self.results[event.host], event)
         self.results[event.host] = snapshot

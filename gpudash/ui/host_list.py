@@ -64,20 +64,20 @@ class HostList(OptionList):
         self._hosts = tuple(hosts)
         self._results = dict(results)
         self._needle = ""
-        self._width = 24
-        super().__init__(*self._options(), **kw)  # type: ignore[arg-type]
+        self._row_width = 24
+        super().__init__(*self._build_options(), **kw)  # type: ignore[arg-type]
 
-    def _options(self) -> list[Option]:
+    def _build_options(self) -> list[Option]:
         return [
-            Option(row(self._results[h.name], self._width), id=h.name)
+            Option(row(self._results[h.name], self._row_width), id=h.name)
             for h in self._hosts
             if matches(h, self._needle)
         ]
 
     def on_resize(self) -> None:
         width = max(8, self.scrollable_content_region.width - 1)
-        if width != self._width:
-            self._width = width
+        if width != self._row_width:
+            self._row_width = width
             for name in self.visible:
                 self.replace_option_prompt(name, row(self._results[name], width))
 
@@ -89,7 +89,7 @@ class HostList(OptionList):
         """Redraw one host's row in place."""
         self._results[result.name] = result
         if result.name in self.visible:
-            self.replace_option_prompt(result.name, row(result, self._width))
+            self.replace_option_prompt(result.name, row(result, self._row_width))
 
     def set_filter(self, needle: str) -> None:
         if needle == self._needle:
@@ -97,7 +97,7 @@ class HostList(OptionList):
         current = self.highlighted_host
         self._needle = needle
         self.clear_options()
-        self.add_options(self._options())
+        self.add_options(self._build_options())
         visible = self.visible
         if current in visible:
             self.highlighted = visible.index(current)

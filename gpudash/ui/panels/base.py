@@ -21,6 +21,7 @@ from gpudash.ui.render import remote
 class Panel(ScrollableContainer, can_focus=True):
     """A focusable, maximisable box for one section."""
 
+    ALLOW_MAXIMIZE = True
     SECTION: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
     DEFAULT_CSS = """

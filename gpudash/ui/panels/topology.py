@@ -175,6 +175,6 @@ class TopologyPanel(Panel):
             foot_lines.append(names)
         if matrix.nics:
             key = self.app.get_key_display(self._nic_binding())
-            what = "nearest NIC only" if self.show_nics else "every NIC"
+            what = "the closest NICs only" if self.show_nics else "a column for every NIC"
             foot_lines.append(dim(f"{key}: show {what}"))
         foot.update(Group(*foot_lines))

@@ -1,0 +1,81 @@
+"""How the main screens look, at 100x30 (and one at 80x24), from replayed captures.
+
+Deterministic by construction: replay hosts (no clocks or latencies on these screens), a
+fixed theme, no cursor blink, rows in config order, and every capture taken only after
+every host has finished (`run_before` waits on that, not on time). Behaviour is asserted in
+test_app.py; these only guard the layout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from gpudash.config import Config, HostConfig
+from gpudash.ui import create_app
+
+SAVED = Path(__file__).parent / "fixtures" / "saved"
+FIVE = ("dgx-h200", "pcie-a40", "h200-1x", "no-gpu", "down")
+
+
+def app_for(*names: str):  # type: ignore[no-untyped-def]
+    hosts = tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in names)
+    return create_app(Config(None, hosts), theme="textual-dark")
+
+
+def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
+    async def run_before(pilot: Pilot) -> None:
+        app = pilot.app
+        for _ in range(2000):
+            if all(r.elapsed_s is not None for r in app.results.values()) and not app._busy:
+                break
+            await pilot.pause(0.005)
+        else:
+            raise AssertionError("hosts never settled")
+        if host is not None:
+            app.select_host(host)
+        await pilot.pause()
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause()
+        app.clear_notifications()
+
+    return run_before
+
+
+def test_host_view_of_an_8_gpu_nvlink_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """8x H200 NV18, 12 NICs: GPU table and the start of the topology matrix."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after())
+
+
+def test_topology_panel_full_screen_of_the_nvlink_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """tab tab enter: the NV18 matrix with nearest NICs, affinity, legend, NIC names."""
+    assert snap_compare(
+        app_for(*FIVE), terminal_size=(100, 30), run_before=after("tab", "tab", "enter")
+    )
+
+
+def test_host_view_of_a_pcie_only_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """8x A40 over PCIe only, GPU 4 in ERR!."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after(host="pcie-a40"))
+
+
+def test_host_view_of_an_unreachable_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """Connection refused: the reason in the sidebar and header, panels say no data."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after(host="down"))
+
+
+def test_fleet_view_with_five_hosts(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """f: one row per host; values that differ from most hosts highlighted."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after("f"))
+
+
+def test_help_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """?: every key as mapped, with what it does."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after("question_mark"))
+
+
+def test_host_view_at_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The cramped case: narrower sidebar, the GPU table scrolls sideways."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(80, 24), run_before=after())
