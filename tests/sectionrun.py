@@ -7,6 +7,7 @@ Tests use this instead of mocks so that every section is exercised by dash (the 
 from __future__ import annotations
 
 import secrets
+import shutil
 import subprocess
 import tempfile
 import time
@@ -60,3 +61,34 @@ def run_section(
     text, nonce, _ = run_raw(module, env, shell=shell, timeout=timeout)
     parts = split_parts(text, nonce)
     return parts, module.parse(parts)
+
+
+# What a minimal host has: enough for the bodies' plumbing, none of the tools they look for.
+BASIC_TOOLS = (
+    "cat", "grep", "sed", "tr", "head", "tail", "cut", "sort", "readlink", "mktemp", "rm",
+    "du", "df", "uname", "nproc", "getconf", "date", "timeout", "ls",
+)  # fmt: skip
+
+
+def bin_dir(where: Path, tools: tuple[str, ...] = BASIC_TOOLS) -> str:
+    """A directory holding links to just `tools` (those this machine has), for PATH."""
+    where.mkdir(parents=True, exist_ok=True)
+    for tool in tools:
+        found = shutil.which(tool)
+        if found and not (where / tool).exists():
+            (where / tool).symlink_to(found)
+    return str(where)
+
+
+def script_tool(where: Path, name: str, text: str) -> Path:
+    """An executable sh script `name` in `where` that runs `text`."""
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / name
+    path.write_text(f"#!/bin/sh\n{text}\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def busybox_sh() -> tuple[str, ...] | None:
+    found = shutil.which("busybox")
+    return (found, "sh") if found else None
