@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 
 from gpudash.model import HostResult
-from gpudash.summary import section_line
 from gpudash.ui.host_state import short_gpu_name, state_text
 from gpudash.ui.render import remote
 
@@ -58,22 +56,42 @@ def _driver(host: HostResult) -> str | None:
     return f"{data.driver_version or '?'}/{data.cuda_version or '?'}"
 
 
-def _attr(section: str, *paths: str) -> Callable[[HostResult], str | None]:
-    """The first of `paths` (dotted attributes) the section's data has, else its summary."""
+def _nvcc(host: HostResult) -> str | None:
+    data = host.data("toolkit")
+    if data is None:
+        return None
+    versions = dict.fromkeys(n.version or n.release or "?" for n in data.nvcc)
+    return ",".join(versions) or "none"
 
-    def get(host: HostResult) -> str | None:
-        result = host.sections.get(section)
-        if result is None or result.data is None:
-            return None
-        for path in paths:
-            value: Any = result.data
-            for name in path.split("."):
-                value = getattr(value, name, None)
-            if value not in (None, ""):
-                return str(value)
-        return section_line(result)
 
-    return get
+def _torch(host: HostResult) -> str | None:
+    data = host.data("env")
+    if data is None:
+        return None
+    found = dict.fromkeys(
+        v.packages["torch"]
+        + (f"+cu{v.torch_cuda}" if v.torch_cuda and "+" not in v.packages["torch"] else "")
+        for v in data.venvs
+        if "torch" in v.packages
+    )
+    return ",".join(found) or "none"
+
+
+def _models(host: HostResult) -> str | None:
+    data = host.data("models")
+    if data is None:
+        return None
+    models = [m for d in data.dirs for m in d.models]
+    broken = sum(not m.complete for m in models)
+    return f"{len(models)}" + (f" ({broken} incomplete)" if broken else "")
+
+
+def _network(host: HostResult) -> str | None:
+    data = host.data("network")
+    if data is None:
+        return None
+    ok = sum(t.ok for t in data.targets)
+    return f"{ok}/{len(data.targets)} ok" + (" · HF token" if data.hf_token else "")
 
 
 def _state(host: HostResult) -> str:
@@ -87,10 +105,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("cc", "cc", _cc),
     Column("nvlink", "NVLink", _nvlink),
     Column("driver", "driver/CUDA", _driver),
-    Column("nvcc", "nvcc", _attr("toolkit", "nvcc_version", "nvcc.version")),
-    Column("torch", "torch", _attr("env", "torch_version", "torch")),
-    Column("models", "models", _attr("models", "count", "total")),
-    Column("network", "network", _attr("network", "status", "ok")),
+    Column("nvcc", "nvcc", _nvcc),
+    Column("torch", "torch", _torch),
+    Column("models", "models", _models),
+    Column("network", "network", _network),
 )
 
 

@@ -40,8 +40,11 @@ def state_text(result: HostResult) -> Text:
     word = "failed" if got_data else "unreachable"
     out = Text(word, style="bold red")
     if result.error:
+        reason = result.error
+        if reason.startswith(f"{result.name}: "):  # the host is named beside it already
+            reason = reason[len(result.name) + 2 :]
         out.append(": ", style="red")
-        out.append(remote(result.error, style="red"))
+        out.append(remote(reason, style="red"))
     return out
 
 
