@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from sshd import FakeHost, Sshd
+
+from gpudash.transport.ssh import SshPool
 
 
 @pytest.fixture(autouse=True)
@@ -51,3 +53,11 @@ def fake_hosts(sshd: Sshd) -> list[FakeHost]:
     for host in sshd.hosts:
         host.reset()
     return sshd.hosts
+
+
+@pytest.fixture
+async def ssh_pool() -> AsyncIterator[SshPool]:
+    """An empty SshPool (hosts join through .transport(host)), closed after the test."""
+    pool = SshPool([])
+    yield pool
+    await pool.close()

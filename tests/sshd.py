@@ -62,6 +62,18 @@ class FakeHost:
         return path
 
 
+async def run_script(
+    transport: Any, script: str, timeout: float | None = 30
+) -> tuple[bytes, int | None]:
+    """Run `script` on any gpudash Transport: all its output, and its exit status."""
+    process = await transport.start(script, timeout=timeout)
+    try:
+        out = b"".join([chunk async for chunk in process.chunks()])
+        return out, await process.wait()
+    finally:
+        await process.close()
+
+
 def free_ports(count: int) -> list[int]:
     """Ports free right now on 127.0.0.1 (held open together so they are distinct)."""
     socks = []

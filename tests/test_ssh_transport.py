@@ -1,4 +1,6 @@
-"""SshTransport and SshPool against the real test sshd (tests/sshd.py): no mocks."""
+"""SshTransport and SshPool against the real test sshd (tests/sshd.py): no mocks.
+
+Host-key policies are in test_ssh_hostkeys.py."""
 
 from __future__ import annotations
 
@@ -6,88 +8,63 @@ import asyncio
 import dataclasses
 import errno
 import socket
-import stat
 import subprocess
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncssh
 import pytest
-from sshd import FakeHost, Sshd
+from sshd import FakeHost, Sshd, run_script
 
 from gpudash.transport.base import TransportError
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.ssh import SshPool, SshTransport
 
 
-@pytest.fixture
-async def pool() -> AsyncIterator[SshPool]:
-    p = SshPool([])
-    yield p
-    await p.close()
-
-
-async def run(
-    transport: SshTransport, script: str, timeout: float | None = 30
-) -> tuple[bytes, int | None]:
-    process = await transport.start(script, timeout=timeout)
-    try:
-        out = b"".join([chunk async for chunk in process.chunks()])
-        return out, await process.wait()
-    finally:
-        await process.close()
-
-
-def other_key_line(hostport: str) -> str:
-    key = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
-    return f"{hostport} {key}\n"
-
-
 async def test_a_script_runs_on_the_host_and_its_output_comes_back(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
     fake_host.write_tool("gpu-tool", "#!/bin/sh\necho fake tool on $GPUDASH_TEST_HOST\n")
-    t = pool.transport(sshd.host_config(fake_host))
-    out, status = await run(t, 'echo "home=$HOME"\ngpu-tool\n')
+    t = ssh_pool.transport(sshd.host_config(fake_host))
+    out, status = await run_script(t, 'echo "home=$HOME"\ngpu-tool\n')
     assert status == 0
     assert out == f"home={fake_host.home}\nfake tool on h0\n".encode()
 
 
 @pytest.mark.parametrize("code", [0, 1, 3, 127])
 async def test_the_exit_status_is_the_scripts(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, code: int
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool, code: int
 ):
-    _, status = await run(pool.transport(sshd.host_config(fake_host)), f"exit {code}\n")
+    _, status = await run_script(ssh_pool.transport(sshd.host_config(fake_host)), f"exit {code}\n")
     assert status == code
 
 
-async def test_stderr_is_merged_into_the_output(sshd: Sshd, fake_host: FakeHost, pool: SshPool):
-    out, _ = await run(
-        pool.transport(sshd.host_config(fake_host)), "echo out; echo err >&2; echo out2\n"
+async def test_stderr_is_merged_into_the_output(sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool):
+    out, _ = await run_script(
+        ssh_pool.transport(sshd.host_config(fake_host)), "echo out; echo err >&2; echo out2\n"
     )
     assert out.splitlines() == [b"out", b"err", b"out2"]
 
 
 async def test_invalid_utf8_comes_back_as_bytes_and_the_connection_survives(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
-    t = pool.transport(sshd.host_config(fake_host))
-    out, status = await run(t, "printf '\\377\\376'\n")
+    t = ssh_pool.transport(sshd.host_config(fake_host))
+    out, status = await run_script(t, "printf '\\377\\376'\n")
     assert (out, status) == (b"\xff\xfe", 0)
     link = t._link
-    out, status = await run(t, "echo still here\n")
+    out, status = await run_script(t, "echo still here\n")
     assert (out, status) == (b"still here\n", 0)
     assert t._link is link  # same connection, not a reconnect
 
 
 async def test_twenty_concurrent_starts_share_one_connection_eight_at_a_time(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
-    t = pool.transport(sshd.host_config(fake_host))
+    t = ssh_pool.transport(sshd.host_config(fake_host))
     since = sshd.log_offset()
     script = "date +%s.%N; sleep 0.3; echo {i}; date +%s.%N\n"
-    results = await asyncio.gather(*(run(t, script.format(i=i)) for i in range(20)))
+    results = await asyncio.gather(*(run_script(t, script.format(i=i)) for i in range(20)))
     spans = []
     for i, (out, status) in enumerate(results):
         start, mark, end = out.split()
@@ -99,11 +76,11 @@ async def test_twenty_concurrent_starts_share_one_connection_eight_at_a_time(
 
 
 async def test_the_remote_timeout_kills_the_command_and_leaves_nothing_running(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
-    t = pool.transport(sshd.host_config(fake_host))
+    t = ssh_pool.transport(sshd.host_config(fake_host))
     began = time.monotonic()
-    out, status = await run(t, "echo $$\nsleep 100\n", timeout=1)
+    out, status = await run_script(t, "echo $$\nsleep 100\n", timeout=1)
     assert status == 124
     assert time.monotonic() - began < 5
     shell = out.split()[0].decode()
@@ -113,111 +90,24 @@ async def test_the_remote_timeout_kills_the_command_and_leaves_nothing_running(
     assert left.stdout.strip() == ""
 
 
-async def test_a_refused_port_says_connection_refused(sshd: Sshd, pool: SshPool):
+async def test_a_refused_port_says_connection_refused(sshd: Sshd, ssh_pool: SshPool):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    t = pool.transport(sshd.host_config(sshd.hosts[0], name="gone", port=port))
+    t = ssh_pool.transport(sshd.host_config(sshd.hosts[0], name="gone", port=port))
     with pytest.raises(TransportError) as err:
         await t.connect()
     assert err.value.reason == f"gone: connection refused by 127.0.0.1:{port}"
 
 
-async def test_a_changed_host_key_is_refused_with_the_new_fingerprint(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, tmp_path: Path
+async def test_a_host_that_never_speaks_times_out_after_connect_timeout(
+    sshd: Sshd, ssh_pool: SshPool
 ):
-    known = tmp_path / "known_hosts"
-    known.write_text(other_key_line(f"[127.0.0.1]:{fake_host.port}"))
-    t = pool.transport(sshd.host_config(fake_host, known_hosts=str(known)))
-    with pytest.raises(TransportError) as err:
-        await t.connect()
-    reason = err.value.reason
-    assert reason.startswith(f"h0: host key CHANGED for [127.0.0.1]:{fake_host.port}")
-    assert sshd.host_key_fingerprint in reason
-    assert "possible man-in-the-middle" in reason
-    assert "\n" not in reason
-
-
-async def test_an_unknown_host_is_refused_under_strict_with_how_to_accept(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, tmp_path: Path
-):
-    known = tmp_path / "known_hosts"
-    t = pool.transport(sshd.host_config(fake_host, known_hosts=str(known)))
-    with pytest.raises(TransportError) as err:
-        await t.connect()
-    reason = err.value.reason
-    assert reason.startswith(f"h0: host key unknown for [127.0.0.1]:{fake_host.port}")
-    assert sshd.host_key_fingerprint in reason
-    assert 'host_key_policy = "accept-new"' in reason
-    assert f"ssh-keyscan -p {fake_host.port} 127.0.0.1" in reason
-    assert not known.exists()
-
-
-async def test_the_default_known_hosts_file_is_home_ssh_known_hosts(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, isolated_home: Path
-):
-    t = pool.transport(sshd.host_config(fake_host, known_hosts=None))
-    with pytest.raises(TransportError, match="host key unknown"):
-        await t.connect()
-    (isolated_home / ".ssh").mkdir()
-    (isolated_home / ".ssh" / "known_hosts").write_text(sshd.known_hosts.read_text())
-    out, _ = await run(t, "echo ok\n")
-    assert out == b"ok\n"
-
-
-async def test_accept_new_records_the_key_then_strict_trusts_it(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, tmp_path: Path
-):
-    known = tmp_path / "fresh" / "known_hosts"
-    t = pool.transport(
-        sshd.host_config(fake_host, known_hosts=str(known), host_key_policy="accept-new")
-    )
-    assert (await run(t, "echo first\n"))[0] == b"first\n"
-    assert known.read_text() == f"[127.0.0.1]:{fake_host.port} {sshd.host_public_key}\n"
-    assert stat.S_IMODE(known.stat().st_mode) == 0o600
-    assert stat.S_IMODE(known.parent.stat().st_mode) == 0o700
-    await t.close()
-    again = SshTransport(sshd.host_config(fake_host, known_hosts=str(known)))
-    async with again:
-        assert (await run(again, "echo again\n"))[0] == b"again\n"
-    assert known.read_text().count("\n") == 1
-
-
-async def test_accept_new_still_refuses_a_changed_key(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, tmp_path: Path
-):
-    known = tmp_path / "known_hosts"
-    known.write_text(other_key_line(f"[127.0.0.1]:{fake_host.port}"))
-    before = known.read_text()
-    t = pool.transport(
-        sshd.host_config(fake_host, known_hosts=str(known), host_key_policy="accept-new")
-    )
-    with pytest.raises(TransportError, match="host key CHANGED"):
-        await t.connect()
-    assert known.read_text() == before
-
-
-async def test_insecure_connects_without_known_hosts_and_warns_once(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, tmp_path: Path
-):
-    known = tmp_path / "known_hosts"
-    known.write_text(other_key_line(f"[127.0.0.1]:{fake_host.port}"))
-    t = pool.transport(
-        sshd.host_config(fake_host, known_hosts=str(known), host_key_policy="insecure")
-    )
-    assert (await run(t, "echo in\n"))[0] == b"in\n"
-    sshd.kill_connections()
-    await asyncio.sleep(0.2)
-    assert (await run(t, "echo again\n"))[0] == b"again\n"
-    assert t.warnings == ['h0: host key not verified (host_key_policy = "insecure")']
-
-
-async def test_a_host_that_never_speaks_times_out_after_connect_timeout(sshd: Sshd, pool: SshPool):
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)  # the kernel accepts; nobody ever sends a banner
         port = listener.getsockname()[1]
-        t = pool.transport(
+        t = ssh_pool.transport(
             sshd.host_config(sshd.hosts[0], name="mute", port=port, connect_timeout=1.0)
         )
         began = time.monotonic()
@@ -228,11 +118,11 @@ async def test_a_host_that_never_speaks_times_out_after_connect_timeout(sshd: Ss
 
 
 async def test_a_key_the_host_does_not_authorize_fails_auth_with_advice(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool, tmp_path: Path
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool, tmp_path: Path
 ):
     stranger = tmp_path / "id_ed25519"
     asyncssh.generate_private_key("ssh-ed25519").write_private_key(stranger)
-    t = pool.transport(sshd.host_config(fake_host, identity_files=(str(stranger),)))
+    t = ssh_pool.transport(sshd.host_config(fake_host, identity_files=(str(stranger),)))
     with pytest.raises(TransportError) as err:
         await t.connect()
     assert err.value.reason == (
@@ -251,7 +141,7 @@ async def test_two_targets_behind_one_bastion_share_one_bastion_connection(
     since = sshd.log_offset()
     try:
         outs = await asyncio.gather(
-            *(run(pool.transport(h), "echo $GPUDASH_TEST_HOST\n") for h in targets)
+            *(run_script(pool.transport(h), "echo $GPUDASH_TEST_HOST\n") for h in targets)
         )
         assert [o for o, _ in outs] == [b"h2\n", b"h3\n"]
         assert pool.bastion(targets[0]) is pool.bastion(targets[1]) is pool.transport(bastion)
@@ -263,29 +153,29 @@ async def test_two_targets_behind_one_bastion_share_one_bastion_connection(
 
 
 async def test_a_jump_given_as_user_at_host_port_works(
-    sshd: Sshd, fake_hosts: list[FakeHost], pool: SshPool
+    sshd: Sshd, fake_hosts: list[FakeHost], ssh_pool: SshPool
 ):
     target = sshd.host_config(fake_hosts[2], jump=f"{sshd.user}@127.0.0.1:{fake_hosts[1].port}")
-    out, _ = await run(pool.transport(target), "echo $GPUDASH_TEST_HOST\n")
+    out, _ = await run_script(ssh_pool.transport(target), "echo $GPUDASH_TEST_HOST\n")
     assert out == b"h2\n"
 
 
-async def test_a_failing_jump_host_is_named_in_the_reason(sshd: Sshd, pool: SshPool):
+async def test_a_failing_jump_host_is_named_in_the_reason(sshd: Sshd, ssh_pool: SshPool):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     target = sshd.host_config(sshd.hosts[2], jump=f"127.0.0.1:{port}")
     with pytest.raises(TransportError) as err:
-        await pool.transport(target).connect()
+        await ssh_pool.transport(target).connect()
     assert (
         err.value.reason == f"h2: via jump 127.0.0.1:{port}: connection refused by 127.0.0.1:{port}"
     )
 
 
 async def test_a_connection_lost_mid_command_ends_it_and_the_next_start_reconnects(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
-    t = pool.transport(sshd.host_config(fake_host))
+    t = ssh_pool.transport(sshd.host_config(fake_host))
     process = await t.start("echo started\nsleep 30\n", timeout=5)
     chunks = process.chunks()
     assert await chunks.__anext__() == b"started\n"
@@ -294,17 +184,17 @@ async def test_a_connection_lost_mid_command_ends_it_and_the_next_start_reconnec
     assert rest == []
     assert await process.wait() is None
     await process.close()
-    out, status = await run(t, "echo back\n")
+    out, status = await run_script(t, "echo back\n")
     assert (out, status) == (b"back\n", 0)
 
 
 async def test_an_idle_connection_lost_to_a_restart_is_reopened_by_the_next_start(
-    sshd: Sshd, fake_host: FakeHost, pool: SshPool
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
-    t = pool.transport(sshd.host_config(fake_host))
-    await run(t, "true\n")
+    t = ssh_pool.transport(sshd.host_config(fake_host))
+    await run_script(t, "true\n")
     sshd.restart()
-    out, _ = await run(t, "echo after restart\n")
+    out, _ = await run_script(t, "echo after restart\n")
     assert out == b"after restart\n"
 
 
@@ -314,7 +204,10 @@ async def test_the_pool_bounds_handshakes_and_still_connects_every_host(
     pool = SshPool([sshd.host_config(h) for h in fake_hosts], max_handshakes=2)
     try:
         outs = await asyncio.gather(
-            *(run(pool.transport(h), "echo $GPUDASH_TEST_HOST\n") for h in pool.hosts.values())
+            *(
+                run_script(pool.transport(h), "echo $GPUDASH_TEST_HOST\n")
+                for h in pool.hosts.values()
+            )
         )
         assert sorted(o for o, _ in outs) == [f"h{i}\n".encode() for i in range(8)]
     finally:
@@ -356,18 +249,7 @@ async def test_an_ssh_config_alias_supplies_address_port_user_key_and_known_host
     )
     host = dataclasses.replace(host, known_hosts=None)
     async with SshTransport(host) as t:
-        assert (await run(t, "echo $GPUDASH_TEST_HOST\n"))[0] == b"h0\n"
-
-
-async def test_accept_new_without_a_known_hosts_setting_records_into_home_ssh(
-    sshd: Sshd, fake_host: FakeHost, isolated_home: Path
-):
-    host = sshd.host_config(fake_host, known_hosts=None, host_key_policy="accept-new")
-    async with SshTransport(host) as t:
-        assert (await run(t, "echo ok\n"))[0] == b"ok\n"
-    known = isolated_home / ".ssh" / "known_hosts"
-    assert known.read_text() == f"[127.0.0.1]:{fake_host.port} {sshd.host_public_key}\n"
-    assert stat.S_IMODE(known.parent.stat().st_mode) == 0o700
+        assert (await run_script(t, "echo $GPUDASH_TEST_HOST\n"))[0] == b"h0\n"
 
 
 async def test_a_jump_loop_is_reported_not_followed(sshd: Sshd):

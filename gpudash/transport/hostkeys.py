@@ -65,7 +65,8 @@ class HostKeyCheck:
 
     def __init__(self, policy: str, known_hosts: str | None) -> None:
         if policy not in POLICIES:
-            raise ValueError(f"host_key_policy must be one of {', '.join(POLICIES)}")
+            choices = ", ".join(f'"{p}"' for p in POLICIES)
+            raise ValueError(f'host_key_policy "{policy}" is not one of {choices}')
         self.policy = policy
         self._explicit = known_hosts
         self.files: list[Path] = []

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from gpudash.transport.base import RemoteProcess, Transport, TransportError, scr
 from gpudash.transport.hostkeys import HostKeyCheck
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
+from gpudash.transport.sshprocess import SshProcess
 
 log = logging.getLogger("gpudash.transport.ssh")
 
@@ -59,43 +60,6 @@ class _Link:
     channels: asyncio.Semaphore
 
 
-class SshProcess(RemoteProcess):
-    """`/bin/sh -s` on one channel; its slot in the channel bound is freed exactly once."""
-
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None]):
-        self._proc = proc
-        self._release: Callable[[], None] | None = release
-
-    def _free(self) -> None:
-        if self._release is not None:
-            release, self._release = self._release, None
-            release()
-
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """Whatever has arrived; ends quietly when the connection drops (wait() says None)."""
-        try:
-            while chunk := await self._proc.stdout.read(65536):
-                yield chunk
-        except (asyncssh.Error, OSError):
-            return
-
-    async def wait(self) -> int | None:
-        """Exit status, -N for signal N, None when the host closed without reporting one."""
-        with contextlib.suppress(asyncssh.Error, OSError):
-            await self._proc.wait()
-        self._free()
-        return self._proc.returncode
-
-    async def close(self) -> None:
-        """Close the channel (the remote `timeout -k` is what stops the command)."""
-        try:
-            self._proc.close()
-            with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
-                await asyncio.wait_for(self._proc.wait_closed(), _CLOSE_GRACE_S)
-        finally:
-            self._free()
-
-
 class SshTransport(Transport):
     """One host over one asyncssh connection, reopened by the next connect() once lost."""
 
@@ -106,6 +70,7 @@ class SshTransport(Transport):
         self._owns_pool = pool is None
         self.pool = pool if pool is not None else SshPool([host])
         self.warnings: list[str] = []
+        self._warned_insecure = False
         self._link: _Link | None = None
         self._lock = asyncio.Lock()
 
@@ -144,9 +109,14 @@ class SshTransport(Transport):
         except _Failure as failure:
             raise _Failure(f"via jump {bastion.host.name}: {failure.reason}") from failure
 
-    async def _open(self, tunnel: asyncssh.SSHClientConnection | None) -> Any:
+    async def _open(
+        self, tunnel: asyncssh.SSHClientConnection | None
+    ) -> asyncssh.SSHClientConnection:
         host = self.host
-        check = HostKeyCheck(host.host_key_policy, host.known_hosts)
+        try:
+            check = HostKeyCheck(host.host_key_policy, host.known_hosts)
+        except ValueError as exc:
+            raise _Failure(str(exc)) from exc
         options: dict[str, Any] = {
             "host": host.address,
             "client_factory": check.client_factory,
@@ -166,9 +136,9 @@ class SshTransport(Transport):
         where = Endpoint(host.user, host.address, host.port or 22)
         async with self.pool.handshakes:
             try:
-                # Built once up front to learn what ~/.ssh/config resolved (for the
-                # known_hosts files and the reason lines); connect() merges it again.
-                # config=() loads ~/.ssh/config as connect() does (the options default is none)
+                # Built up front to learn what ~/.ssh/config resolved (the known_hosts
+                # files, the reason lines); connect() builds on it. config=() loads
+                # ~/.ssh/config as connect() does: the options class defaults to none.
                 resolved = await asyncssh.SSHClientConnectionOptions.construct(config=(), **options)
                 where = Endpoint(resolved.username, resolved.host, resolved.port)
                 check.configure(resolved.config)
@@ -182,7 +152,8 @@ class SshTransport(Transport):
         check.commit()
         if check.recorded:
             log.info("%s: %s in %s", host.name, check.recorded, check.record_file)
-        if check.policy == "insecure" and not self.warnings:
+        if check.policy == "insecure" and not self._warned_insecure:
+            self._warned_insecure = True
             self.warnings.append(
                 f'{host.name}: host key not verified (host_key_policy = "insecure")'
             )

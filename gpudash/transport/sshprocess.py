@@ -1,0 +1,56 @@
+"""One `/bin/sh -s` on one SSH channel, as a RemoteProcess.
+
+Output is read in chunks as it arrives (progress bars write `\\r`, not lines), and a dropped
+connection ends the chunks quietly: `wait()` then returns None, which callers read as
+"connection lost", never as success. Closing the channel does not stop the remote command;
+the `timeout -k` in the exec string does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+import asyncssh
+
+from gpudash.transport.base import RemoteProcess
+
+_CLOSE_GRACE_S = 5.0
+
+
+class SshProcess(RemoteProcess):
+    """`/bin/sh -s` on one channel; its slot in the channel bound is freed exactly once."""
+
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None]):
+        self._proc = proc
+        self._release: Callable[[], None] | None = release
+
+    def _free(self) -> None:
+        if self._release is not None:
+            release, self._release = self._release, None
+            release()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Whatever has arrived; ends quietly when the connection drops (wait() says None)."""
+        try:
+            while chunk := await self._proc.stdout.read(65536):
+                yield chunk
+        except (asyncssh.Error, OSError):
+            return
+
+    async def wait(self) -> int | None:
+        """Exit status, -N for signal N, None when the host closed without reporting one."""
+        with contextlib.suppress(asyncssh.Error, OSError):
+            await self._proc.wait()
+        self._free()
+        return self._proc.returncode
+
+    async def close(self) -> None:
+        """Close the channel (the remote `timeout -k` is what stops the command)."""
+        try:
+            self._proc.close()
+            with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
+                await asyncio.wait_for(self._proc.wait_closed(), _CLOSE_GRACE_S)
+        finally:
+            self._free()
