@@ -50,6 +50,8 @@ def state_text(result: HostResult) -> Text:
 
 def short_gpu_name(name: str) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor says nothing in a list."""
+    if not name.strip():
+        return "?"  # a GPU in ERR! can lose its name
     for prefix in ("NVIDIA ", "Tesla "):
         if name.startswith(prefix):
             name = name[len(prefix) :]

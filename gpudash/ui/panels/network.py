@@ -24,8 +24,14 @@ class NetworkPanel(Panel):
 
     def body(self, data: Any) -> RenderableType:
         table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False)
-        table.add_column(Text("target", style="bold"), no_wrap=True, overflow="ellipsis")
-        table.add_column(Text("DNS", style="bold"), no_wrap=True)
+        longest = max((len(t.url) for t in data.targets), default=6)
+        table.add_column(
+            Text("target", style="bold"),
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=min(40, longest),
+        )
+        table.add_column(Text("DNS", style="bold"), no_wrap=True, min_width=3)
         table.add_column(Text("result", style="bold"), no_wrap=True, overflow="ellipsis")
         for target in data.targets:
             if target.ok:
