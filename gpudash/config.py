@@ -20,8 +20,9 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gpudash.config_hosts import check_document
 from gpudash.config_lines import KeyLines, KeyPath, key_lines, render_path
@@ -131,6 +132,8 @@ class Config:
     """Hosts probed at once."""
     max_handshakes: int = 16
     """SSH handshakes at once: sshd's MaxStartups drops unauthenticated ones past ~10."""
+    tasks: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """Task specs by name (gpudash.tasks.spec.TaskSpec): built-ins plus `[tasks.NAME]`."""
     ui: UiConfig = UiConfig()
     keys: tuple[tuple[str, str], ...] = ()
     """`[keys]`: (binding id, keys) pairs that remap the app's keys."""
@@ -211,7 +214,7 @@ def parse_config(text: str, file: str) -> Config:
     hosts = tuple(HostConfig(name=name, **fields) for name, fields in checked.hosts)  # type: ignore[arg-type]
     ui = UiConfig(**checked.ui)  # type: ignore[arg-type]
     keys = tuple((k, str(v)) for k, v in checked.keys.items())
-    return Config(file, hosts, **checked.fleet, ui=ui, keys=keys)  # type: ignore[arg-type]
+    return Config(file, hosts, **checked.fleet, ui=ui, keys=keys, tasks=checked.tasks)  # type: ignore[arg-type]
 
 
 def default_config() -> Config:

@@ -43,6 +43,8 @@ class Checked:
     hosts: list[tuple[str, dict[str, object]]]
     ui: dict[str, object] = field(default_factory=dict)
     keys: dict[str, object] = field(default_factory=dict)
+    tasks: dict[str, object] = field(default_factory=dict)
+    """Checked task specs by name (the built-ins, with `[tasks.NAME]` laid over them)."""
 
 
 @dataclass
@@ -84,13 +86,17 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     ui = _check_plain_table(data, "ui", UI_KEYS, report)
     keys = _check_plain_table(data, "keys", KEYS_KEYS, report)
 
+    from gpudash.tasks.spec import check_tasks  # here: gpudash.tasks imports the schema
+
+    tasks: dict[str, object] = dict(check_tasks(data.get("tasks", {}), report))
+
     raw_hosts = data.get("hosts")
     if raw_hosts is None or raw_hosts == {}:
         report(("hosts",), "no hosts defined; add a [hosts.NAME] table")
-        return Checked(fleet, [], ui, keys)
+        return Checked(fleet, [], ui, keys, tasks)
     if not isinstance(raw_hosts, dict):
         report(("hosts",), f"expected a table of [hosts.NAME] tables, got {toml_type(raw_hosts)}")
-        return Checked(fleet, [], ui, keys)
+        return Checked(fleet, [], ui, keys, tasks)
 
     hosts: list[_Host] = []
     folded: dict[str, str] = {}
@@ -107,7 +113,7 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     for host in hosts:
         _check_host(host, report)
     _check_jumps(hosts, report)
-    return Checked(fleet, [(host.name, host.fields) for host in hosts], ui, keys)
+    return Checked(fleet, [(host.name, host.fields) for host in hosts], ui, keys, tasks)
 
 
 def _check_plain_table(

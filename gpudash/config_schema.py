@@ -288,6 +288,7 @@ TOP_LEVEL: Mapping[str, str] = {
     "hosts": "[hosts.NAME]",
     "ui": "[ui]",
     "keys": "[keys]",
+    "tasks": "[tasks.NAME]",
 }
 """Top-level tables, with how the docs write them. A new table (`[ui]`, `[tasks]`) is added
 here, with its keys beside HOST_KEYS and one line in `check_document` to read it."""
