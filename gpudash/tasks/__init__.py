@@ -1,0 +1,1 @@
+"""Bootstrap tasks: specs (TOML), rendering, the detached job protocol, the runner."""

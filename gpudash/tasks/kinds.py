@@ -1,0 +1,323 @@
+"""The built-in task kinds: their parameters, and the constant shell bodies that read them.
+
+Every body reads its parameters only as quoted variables (`"$GPUDASH_VENV"`); the values are
+`export` lines that `gpudash.tasks.render` writes above it. A kind's `check` is a cheap
+predicate whose exit 0 means "already done".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a kind. `type` names a check in `gpudash.tasks.spec.PARAM_TYPES`."""
+
+    type: str
+    default: object = None
+    required: bool = False
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    params: Mapping[str, Param]
+    body: str
+    check: str | None = None
+    affects: tuple[str, ...] = ()
+    """Probe sections a finished run changes, for the app to re-probe."""
+    needs_facts: bool = False
+    """True when a parameter can say "auto" and is chosen from the probe."""
+    default_timeout: float = 1800.0
+    builtin_only: bool = False
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+_VENV = Param("path", "~/venvs/serve", doc="the venv's directory on the host")
+
+_UV_BODY = r"""
+if command -v uv >/dev/null 2>&1; then
+    echo "uv is already installed: $(command -v uv)"
+    uv --version
+    exit 0
+fi
+for py in python3 python; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    "$py" -m pip --version >/dev/null 2>&1 || continue
+    echo "installing uv from PyPI with $py -m pip install --user"
+    if "$py" -m pip install --user --upgrade uv \
+        || "$py" -m pip install --user --upgrade --break-system-packages uv; then
+        uv --version && exit 0
+    fi
+done
+echo "no usable pip: using the official installer"
+if command -v curl >/dev/null 2>&1; then
+    curl -LsSf https://astral.sh/uv/install.sh | sh || exit
+elif command -v wget >/dev/null 2>&1; then
+    wget -qO- https://astral.sh/uv/install.sh | sh || exit
+else
+    echo "gpudash: cannot install uv: no pip, curl or wget on this host"
+    exit 1
+fi
+uv --version
+"""
+
+_VENV_BODY = r"""
+command -v uv >/dev/null 2>&1 || { echo "gpudash: uv not found (run the uv task first)"; exit 127; }
+set -- uv venv --allow-existing
+if [ -n "$GPUDASH_PYTHON" ]; then set -- "$@" --python "$GPUDASH_PYTHON"; fi
+"$@" "$GPUDASH_PATH" || exit
+"$GPUDASH_PATH/bin/python" --version
+"""
+
+# Packages go through a requirements file: one spec a line, no word splitting anywhere.
+_PIP_BODY = r"""
+command -v uv >/dev/null 2>&1 || { echo "gpudash: uv not found (run the uv task first)"; exit 127; }
+[ -x "$GPUDASH_VENV/bin/python" ] || { echo "gpudash: no venv at $GPUDASH_VENV"; exit 1; }
+printf '%s\n' "$GPUDASH_PACKAGES" > "$GPUDASH_JOB/requirements.txt" || exit
+set -- uv pip install --python "$GPUDASH_VENV/bin/python" -r "$GPUDASH_JOB/requirements.txt"
+if [ -n "${GPUDASH_INDEX_URL:-}" ]; then set -- "$@" --index-url "$GPUDASH_INDEX_URL"; fi
+if [ -n "${GPUDASH_FIND_LINKS:-}" ]; then set -- "$@" --find-links "$GPUDASH_FIND_LINKS"; fi
+if [ "${GPUDASH_NO_INDEX:-0}" = 1 ]; then set -- "$@" --no-index; fi
+if [ -n "${GPUDASH_TORCH_BACKEND:-}" ]; then
+    set -- "$@" --torch-backend "$GPUDASH_TORCH_BACKEND"
+fi
+echo "+ $*"
+"$@"
+"""
+
+# Every distribution name importable-by-metadata in the venv: "installed, any version".
+_HAS_PACKAGES = r"""
+[ -x "$GPUDASH_VENV/bin/python" ] || exit 1
+"$GPUDASH_VENV/bin/python" -c '
+import importlib.metadata as m, os, sys
+for name in os.environ["GPUDASH_PACKAGE_NAMES"].split():
+    try:
+        m.version(name)
+    except m.PackageNotFoundError:
+        sys.exit(1)
+'
+"""
+
+_TORCH_CHECK = r"""
+[ -x "$GPUDASH_VENV/bin/python" ] || exit 1
+"$GPUDASH_VENV/bin/python" -c '
+import os, sys
+import torch
+want = os.environ["GPUDASH_CUDA"]
+have = torch.version.cuda
+tag = "cpu" if have is None else "cu" + have.replace(".", "")
+sys.exit(0 if tag == want else 1)
+'
+"""
+
+_SERVING_CHECK = r"""
+[ -x "$GPUDASH_VENV/bin/python" ] || exit 1
+"$GPUDASH_VENV/bin/python" -c '
+import importlib, os
+importlib.import_module(os.environ["GPUDASH_ENGINE"])
+'
+"""
+
+_PATCH_BODY = r"""
+if ! command -v git >/dev/null 2>&1; then
+    echo "gpudash: git not found (git apply does the patching)"
+    exit 127
+fi
+SP=$("$GPUDASH_VENV/bin/python" -c '
+import importlib, os, sys
+module = importlib.import_module(sys.argv[1])
+print(os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))))
+' "$GPUDASH_MODULE") || {
+    echo "gpudash: cannot import $GPUDASH_MODULE with $GPUDASH_VENV/bin/python"
+    exit 1
+}
+cd "$SP" || exit
+echo "patching in $SP"
+# git looks no further up than here: site-packages inside some repo must not change paths.
+GIT_CEILING_DIRECTORIES=$(dirname "$SP")
+export GIT_CEILING_DIRECTORIES
+rc=0
+for p in "$GPUDASH_JOB"/files/*.patch; do
+    [ -e "$p" ] || { echo "gpudash: no patch files"; exit 1; }
+    n=${p##*/}
+    if git apply --reverse --check "$p" >/dev/null 2>&1; then
+        echo "$n: already applied, skipped"
+    elif git apply --check "$p"; then
+        if git apply "$p"; then echo "$n: applied"; else echo "$n: failed"; rc=1; fi
+    else
+        echo "$n: does not apply"
+        rc=1
+    fi
+done
+exit $rc
+"""
+
+_MODEL_BODY = r"""
+if ! command -v hf >/dev/null 2>&1; then
+    echo "gpudash: hf not found (pip install huggingface_hub)"
+    exit 127
+fi
+DEST="$GPUDASH_DIR/$GPUDASH_REPO"
+mkdir -p "$DEST" || exit
+HFPY=$(sed -n '1s/^#!//p' "$(command -v hf)")
+[ -n "$HFPY" ] || HFPY=python3
+need=$("$HFPY" -c '
+import os
+from huggingface_hub import HfApi
+info = HfApi().model_info(
+    os.environ["GPUDASH_REPO"], revision=os.environ.get("GPUDASH_REVISION") or None,
+    files_metadata=True,
+)
+print(sum(s.size or 0 for s in info.siblings or ()))
+') || { echo "gpudash: could not read the size of $GPUDASH_REPO from the Hub"; exit 1; }
+have=$(du -sk "$DEST" 2>/dev/null | awk '{print $1 * 1024}')
+free=$(df -Pk "$DEST" | awk 'NR == 2 {print $4 * 1024}')
+echo "repo size $need bytes, already here ${have:-0}, free $free"
+if [ $((need - ${have:-0})) -gt "$free" ]; then
+    gib=1073741824
+    echo "gpudash: not enough space in $GPUDASH_DIR:" \
+        "need $((need / gib)) GiB, free $((free / gib)) GiB"
+    exit 1
+fi
+set -- hf download "$GPUDASH_REPO" --local-dir "$DEST"
+if [ -n "$GPUDASH_REVISION" ]; then set -- "$@" --revision "$GPUDASH_REVISION"; fi
+set -f
+old_ifs=$IFS
+IFS='
+'
+for pattern in $GPUDASH_INCLUDE; do set -- "$@" --include "$pattern"; done
+IFS=$old_ifs
+set +f
+echo "+ $*"
+"$@"
+"""
+
+KINDS: Mapping[str, Kind] = {
+    "uv": Kind("uv", {}, _UV_BODY, "command -v uv", affects=("env",), default_timeout=600),
+    "venv": Kind(
+        "venv",
+        {"path": _VENV, "python": Param("python", "3.12", doc="Python version; '' = uv's")},
+        _VENV_BODY,
+        'test -x "$GPUDASH_PATH/bin/python"',
+        affects=("env",),
+        default_timeout=900,
+    ),
+    "pip": Kind(
+        "pip",
+        {
+            "venv": _VENV,
+            "packages": Param("packages", required=True),
+            "index_url": Param("url", ""),
+            "find_links": Param("path", ""),
+            "no_index": Param("bool", False),
+        },
+        _PIP_BODY,
+        _HAS_PACKAGES,
+        affects=("env",),
+    ),
+    "torch": Kind(
+        "torch",
+        {
+            "venv": _VENV,
+            "cuda": Param("cuda", "auto", doc="cuNNN, cpu, or auto (from the probe)"),
+            "packages": Param("packages", ["torch"]),
+            "index": Param("url", "https://download.pytorch.org/whl"),
+        },
+        _PIP_BODY,
+        _TORCH_CHECK,
+        affects=("env",),
+        needs_facts=True,
+        default_timeout=3600,
+    ),
+    "serving": Kind(
+        "serving",
+        {
+            "venv": _VENV,
+            "engine": Param("engine", "sglang"),
+            "version": Param("version", ""),
+            "cuda": Param("cuda", "auto"),
+        },
+        _PIP_BODY,
+        _SERVING_CHECK,
+        affects=("env",),
+        needs_facts=True,
+        default_timeout=3600,
+    ),
+    "patch": Kind(
+        "patch",
+        {
+            "venv": _VENV,
+            "module": Param("module", required=True, doc="import name of the patched package"),
+            "patches": Param("local_files", required=True, doc=".patch files on this machine"),
+        },
+        _PATCH_BODY,
+        None,
+        affects=("env",),
+        default_timeout=300,
+    ),
+    "model": Kind(
+        "model",
+        {
+            "repo": Param("hf_repo", required=True),
+            "revision": Param("str", ""),
+            "dir": Param("path", "~/models"),
+            "include": Param("patterns", []),
+        },
+        _MODEL_BODY,
+        None,
+        affects=("models",),
+        default_timeout=6 * 3600,
+    ),
+    "script": Kind("script", {}, "", None, default_timeout=3600),
+}
+
+# --- torch wheels for the driver and the GPUs ------------------------------------------------
+
+TORCH_CUDA_TAGS = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130")
+
+
+def _tag_version(tag: str) -> tuple[int, int]:
+    digits = tag[2:]
+    return int(digits[:-1]), int(digits[-1])
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    parts = text.strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def min_tag_for_cc(cc: str) -> str:
+    """The oldest wheel tag with kernels for compute capability `cc` ("9.0", "12.0")."""
+    version = _version(cc)
+    if version is None:
+        return TORCH_CUDA_TAGS[0]
+    if version[0] >= 10:  # Blackwell: sm_100, sm_103, sm_120, sm_121 need CUDA 12.8 wheels
+        return "cu128"
+    return TORCH_CUDA_TAGS[0]
+
+
+class NoCudaTag(ValueError):
+    """No wheel fits the driver and GPUs; the message says why and what to set."""
+
+
+def pick_cuda_tag(driver_cuda: str | None, ccs: list[str]) -> str:
+    """The newest wheel tag the driver runs, and at least what every GPU needs."""
+    if not ccs:
+        return "cpu"
+    cap = _version(driver_cuda or "")
+    if cap is None:
+        raise NoCudaTag('the probe found GPUs but no driver CUDA version: set cuda = "cuNNN"')
+    fitting = [t for t in TORCH_CUDA_TAGS if _tag_version(t) <= cap]
+    need = max((min_tag_for_cc(cc) for cc in ccs), key=_tag_version)
+    if not fitting or _tag_version(fitting[-1]) < _tag_version(need):
+        raise NoCudaTag(
+            f"the driver supports CUDA {driver_cuda}, but these GPUs (cc {', '.join(ccs)}) need"
+            f' {need} wheels or newer: update the driver, or set cuda = "cuNNN"'
+        )
+    return fitting[-1]

@@ -1,0 +1,123 @@
+"""Task output as lines: `\r` progress collapsed in place, escapes cleaned, secrets masked;
+and the local copy of every task log under `$XDG_STATE_HOME/gpudash/logs/HOST/`.
+
+The byte stream from the host is cut at arbitrary points (a reconnect, a 64 KiB read), so the
+assembler keeps the undecoded tail, the unfinished line and a pending `\r` between chunks.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from gpudash.text import clean
+
+TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{30,}")
+MASK = "********"
+
+
+class Masker:
+    """Replaces each secret value, and anything shaped like an HF token, with a mask."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, MASK)
+        return TOKEN.sub("hf_" + MASK, text)
+
+
+class LineAssembler:
+    """Bytes in, finished lines out; `partial` is the unfinished line's latest state.
+
+    A `\r` not followed by `\n` starts its line over (pip, uv, hf and tqdm bars), so a line
+    that was redrawn a thousand times comes out once, as its last state.
+    """
+
+    def __init__(self, mask: Masker | None = None) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._line: list[str] = []
+        self._cr = False
+        self._mask = mask or Masker()
+
+    def feed(self, data: bytes, *, final: bool = False) -> list[str]:
+        text = self._decoder.decode(data, final)
+        done: list[str] = []
+        start = 0
+        for match in re.finditer(r"[\r\n]", text):
+            piece = text[start : match.start()]
+            start = match.end()
+            if piece:
+                if self._cr:
+                    self._line = []
+                self._cr = False
+                self._line.append(piece)
+            if match.group() == "\n":
+                done.append(self._finish())
+            else:
+                self._cr = True
+        rest = text[start:]
+        if rest:
+            if self._cr:
+                self._line = []
+            self._cr = False
+            self._line.append(rest)
+        if final and self._line:
+            done.append(self._finish())
+        return done
+
+    def _finish(self) -> str:
+        line = "".join(self._line)
+        self._line = []
+        self._cr = False
+        return self._mask(clean(line))
+
+    @property
+    def partial(self) -> str:
+        return self._mask(clean("".join(self._line)))
+
+
+def state_home() -> Path:
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg)
+    return Path.home() / ".local" / "state"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@-]", "_", name).lstrip(".") or "_"
+
+
+class TaskLog:
+    """One run's local log file: directory 0700, file 0600, lines already masked."""
+
+    def __init__(self, host: str, task: str, *, when: float | None = None) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(when or time.time()))
+        logs = state_home() / "gpudash" / "logs"
+        directory = logs / _safe(host)
+        for folder in (logs.parent, logs, directory):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for folder in (logs, directory):
+            os.chmod(folder, 0o700)
+        path = directory / f"{_safe(task)}-{stamp}.log"
+        n = 1
+        while path.exists():
+            n += 1
+            path = directory / f"{_safe(task)}-{stamp}-{n}.log"
+        self.path = path
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_EXCL, 0o600)
+        self._file = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
+
+    def write(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self._file.write(line + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()

@@ -1,0 +1,488 @@
+"""Run tasks on hosts as one async stream of events; the CLI prints it, the app renders it.
+
+    run_task(host, transport, prepared, cancel=...)   one task on one host
+    run_tasks(fleet, specs, tasks, hosts, cancel=...) tasks and their needs, hosts in parallel
+
+A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), then `jobs.launch`
+(or attach to the run already going: `TaskStarted(attached=True)`), then the log streamed from
+byte offset 0 and re-attached from the byte count received after any drop, so no line is lost
+or doubled, then the rc file. Setting `cancel` stops the remote process group; the stream goes
+on until the job's end is read, then says TaskCancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets as _secrets
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+
+from gpudash.tasks import jobs
+from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
+from gpudash.tasks.prepare import Facts, Prepared, PrepareError, prepare
+from gpudash.tasks.spec import TaskSpec, order
+from gpudash.transport.base import Transport, TransportError
+
+CHECK_TIMEOUT_S = 60.0
+RECONNECT_FOR_S = 120.0
+CANCEL_GRACE_S = 10.0
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskQueued:
+    host: str
+    task: str
+
+
+@dataclass(frozen=True)
+class TaskSkipped:
+    """Nothing ran: the check said it is already done, or the task does not apply."""
+
+    host: str
+    task: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TaskBlocked:
+    """Not started: a need did not succeed, or the script could not be made for this host."""
+
+    host: str
+    task: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TaskStarted:
+    """`attached`: the task was already running on the host (a second launch attaches)."""
+
+    host: str
+    task: str
+    run: str | None
+    attached: bool
+    log_path: str
+    started: float  # time.time()
+
+
+@dataclass(frozen=True)
+class TaskOutput:
+    """Finished lines (progress redraws collapsed), the unfinished line's current state, and
+    the byte offset in the host's log after this chunk."""
+
+    host: str
+    task: str
+    lines: tuple[str, ...]
+    partial: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class TaskFinished:
+    host: str
+    task: str
+    rc: int
+    elapsed_s: float
+    timed_out: bool = False
+    affects: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+@dataclass(frozen=True)
+class TaskCancelled:
+    host: str
+    task: str
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class TaskLost:
+    host: str
+    task: str
+    reason: str
+
+
+TaskEvent = (
+    TaskQueued
+    | TaskSkipped
+    | TaskBlocked
+    | TaskStarted
+    | TaskOutput
+    | TaskFinished
+    | TaskCancelled
+    | TaskLost
+)
+
+
+def succeeded(event: object) -> bool:
+    """The end events that count as success (for `needs` and the exit code)."""
+    return isinstance(event, TaskSkipped) or (isinstance(event, TaskFinished) and event.ok)
+
+
+def is_end(event: object) -> bool:
+    return isinstance(event, (TaskSkipped, TaskBlocked, TaskFinished, TaskCancelled, TaskLost))
+
+
+# --- one task on one host ------------------------------------------------------------------------
+
+
+async def _check(transport: Transport, prepared: Prepared) -> int | None:
+    assert prepared.check is not None
+    process = await transport.start(prepared.check, timeout=CHECK_TIMEOUT_S)
+    try:
+        async for _ in process.chunks():
+            pass
+        return await process.wait()
+    finally:
+        await process.close()
+
+
+async def _reconnect(transport: Transport, until: float) -> bool:
+    delay = 0.2
+    while time.monotonic() < until:
+        try:
+            await transport.connect()
+            return True
+        except TransportError:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    return False
+
+
+_END = object()
+
+
+async def run_task(
+    host: str,
+    transport: Transport,
+    prepared: Prepared,
+    *,
+    cancel: asyncio.Event | None = None,
+    root: str | None = None,
+    reconnect_for: float = RECONNECT_FOR_S,
+    cancel_grace: float = CANCEL_GRACE_S,
+    check: bool = True,
+) -> AsyncIterator[TaskEvent]:
+    """One task on one host, from its check to its end event (always exactly one)."""
+    spec = prepared.spec
+    name = spec.name
+    cancel = cancel or asyncio.Event()
+    mask = Masker(prepared.secrets.values())
+    yield TaskQueued(host, name)
+    if cancel.is_set():
+        yield TaskCancelled(host, name, 0.0)
+        return
+    try:
+        if check and prepared.check is not None:
+            code = await _check(transport, prepared)
+            if code == 0:
+                yield TaskSkipped(host, name, "already done (its check exited 0)")
+                return
+            if code is None:
+                yield TaskLost(host, name, "connection lost during the check")
+                return
+        run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + _secrets.token_hex(3)
+        launched = await jobs.launch(
+            transport,
+            name,
+            prepared.script,
+            run_id=run_id,
+            secrets=prepared.secrets_env,
+            files=prepared.files,
+            timeout=spec.timeout,
+            sudo=spec.sudo,
+            root=root,
+        )
+    except TransportError as exc:
+        yield TaskLost(host, name, exc.reason)
+        return
+    except jobs.JobError as exc:
+        yield TaskBlocked(host, name, str(exc))
+        return
+
+    log = TaskLog(host, name)
+    started = time.monotonic()
+    yield TaskStarted(host, name, launched.run, launched.busy, str(log.path), time.time())
+    assembler = LineAssembler(mask)
+    offset = 0
+    wanted_cancel = False
+    try:
+        async for event in _follow(
+            host,
+            name,
+            transport,
+            launched.run,
+            assembler,
+            log,
+            cancel,
+            root,
+            reconnect_for,
+            cancel_grace,
+            started,
+        ):
+            if isinstance(event, TaskOutput):
+                offset = event.offset
+            elif isinstance(event, TaskCancelled):
+                wanted_cancel = True
+            yield event
+    finally:
+        log.write([f"# gpudash: offset {offset}{' (cancel asked)' if wanted_cancel else ''}"])
+        log.close()
+
+
+async def _follow(
+    host: str,
+    name: str,
+    transport: Transport,
+    run: str | None,
+    assembler: LineAssembler,
+    log: TaskLog,
+    cancel: asyncio.Event,
+    root: str | None,
+    reconnect_for: float,
+    cancel_grace: float,
+    started: float,
+) -> AsyncIterator[TaskEvent]:
+    offset = 0
+    cancel_task: asyncio.Task[jobs.JobStatus] | None = None
+    cancel_wait = asyncio.ensure_future(cancel.wait())
+
+    def output(data: bytes, final: bool = False) -> TaskOutput:
+        nonlocal offset
+        offset += len(data)
+        lines = assembler.feed(data, final=final)
+        log.write(lines)
+        return TaskOutput(host, name, tuple(lines), assembler.partial, offset)
+
+    def start_cancel() -> None:
+        nonlocal cancel_task
+        if cancel_task is None or (cancel_task.done() and cancel_task.exception() is not None):
+            cancel_task = asyncio.ensure_future(
+                jobs.cancel(transport, name, grace=cancel_grace, root=root)
+            )
+
+    try:
+        while True:
+            queue: asyncio.Queue[object] = asyncio.Queue()
+
+            async def pump(start: int, queue: asyncio.Queue[object] = queue) -> None:
+                try:
+                    async for chunk in jobs.attach(transport, name, start, root=root):
+                        await queue.put(chunk)
+                    await queue.put(_END)
+                except TransportError as exc:
+                    await queue.put(exc)
+
+            pumper = asyncio.ensure_future(pump(offset))
+            failure: TransportError | None = None
+            try:
+                while True:
+                    if not cancel_wait.done():
+                        getter = asyncio.ensure_future(queue.get())
+                        try:
+                            await asyncio.wait(
+                                {getter, cancel_wait}, return_when=asyncio.FIRST_COMPLETED
+                            )
+                        finally:
+                            if not getter.done():
+                                getter.cancel()
+                        if cancel_wait.done():
+                            start_cancel()
+                        if getter.cancelled():
+                            continue
+                        item = getter.result()
+                    else:
+                        item = await queue.get()
+                    if item is _END:
+                        break
+                    if isinstance(item, TransportError):
+                        failure = item
+                        break
+                    assert isinstance(item, bytes)
+                    yield output(item)
+            finally:
+                pumper.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pumper
+
+            try:
+                if failure is not None:
+                    raise failure
+                status = await jobs.status(transport, name, root=root)
+            except TransportError:
+                if not await _reconnect(transport, time.monotonic() + reconnect_for):
+                    yield TaskLost(
+                        host,
+                        name,
+                        "connection lost and not back in time; the job "
+                        "may still be running on the host: run the task again to attach",
+                    )
+                    return
+                if cancel_task is not None and cancel_task.done() and cancel_task.exception():
+                    start_cancel()
+                continue
+            if run is not None and status.run not in (None, run):
+                yield TaskLost(host, name, f"replaced on the host by run {status.run}")
+                return
+            if status.state == "running":
+                continue  # the attach timed out or ended early: follow on from offset
+            if status.size > offset:
+                try:
+                    rest = await jobs.fetch(transport, name, offset, root=root)
+                except TransportError:
+                    continue
+                if rest:
+                    yield output(rest)
+                if offset < status.size:
+                    continue
+            tail = assembler.feed(b"", final=True)
+            if tail:
+                log.write(tail)
+                yield TaskOutput(host, name, tuple(tail), "", offset)
+            elapsed = time.monotonic() - started
+            if status.state == "cancelled":
+                log.write([f"# gpudash: cancelled (rc {status.rc})"])
+                yield TaskCancelled(host, name, elapsed)
+            elif status.state == "finished" and status.rc is not None:
+                timed_out = status.reason == "timeout"
+                log.write([f"# gpudash: rc {status.rc}{' (timed out)' if timed_out else ''}"])
+                spec_affects: tuple[str, ...] = ()
+                yield TaskFinished(host, name, status.rc, elapsed, timed_out, spec_affects)
+            else:
+                log.write(["# gpudash: lost"])
+                yield TaskLost(
+                    host,
+                    name,
+                    "the job ended on the host without an exit code "
+                    "(killed, out of memory, or the host rebooted)",
+                )
+            return
+    finally:
+        cancel_wait.cancel()
+        if cancel_task is not None and not cancel_task.done():
+            with contextlib.suppress(Exception):
+                await cancel_task
+
+
+# --- tasks and needs on many hosts ---------------------------------------------------------------
+
+
+async def host_facts(host: object, transport: Transport) -> Facts:
+    """The gpus probe section of one host, for defaults such as the torch CUDA tag."""
+    from gpudash.model import HostResult, apply
+    from gpudash.probe.registry import section
+    from gpudash.probe.run import probe_host
+
+    name = getattr(host, "name", "?")
+    result = HostResult(name)
+    async for event in probe_host(host, transport, [section("gpus")]):  # type: ignore[arg-type]
+        result = apply(result, event)
+    return Facts.from_result(result)
+
+
+async def run_on_host(
+    host: object,
+    transport: Transport,
+    specs: Mapping[str, TaskSpec],
+    wanted: list[str],
+    *,
+    cancel: asyncio.Event | None = None,
+    facts: Facts | None = None,
+    root: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AsyncIterator[TaskEvent]:
+    """`wanted` and their needs on one host, needs first; a failed need blocks its dependents."""
+    import os
+
+    name = getattr(host, "name", str(host))
+    cancel = cancel or asyncio.Event()
+    done: dict[str, bool] = {}
+    names = order(specs, wanted)
+    for task in names:
+        spec = specs[task]
+        if cancel.is_set():
+            yield TaskCancelled(name, task, 0.0)
+            done[task] = False
+            continue
+        failed = [need for need in spec.needs if not done.get(need, False)]
+        if failed:
+            yield TaskBlocked(name, task, f"needs {', '.join(failed)}, which did not succeed")
+            done[task] = False
+            continue
+        if task not in wanted and not spec.applies_to(host):  # type: ignore[arg-type]
+            yield TaskSkipped(name, task, "does not apply to this host")
+            done[task] = True
+            continue
+        if facts is None and spec.kind_def.needs_facts and spec.params.get("cuda") == "auto":
+            facts = await host_facts(host, transport)
+        try:
+            prepared = prepare(spec, facts, environ if environ is not None else os.environ)
+        except PrepareError as exc:
+            yield TaskBlocked(name, task, str(exc))
+            done[task] = False
+            continue
+        async for event in run_task(name, transport, prepared, cancel=cancel, root=root):
+            if isinstance(event, TaskFinished):
+                event = TaskFinished(
+                    event.host,
+                    event.task,
+                    event.rc,
+                    event.elapsed_s,
+                    event.timed_out,
+                    spec.affects,
+                )
+            if is_end(event):
+                done[task] = succeeded(event)
+            yield event
+
+
+async def run_tasks(
+    fleet: object,
+    specs: Mapping[str, TaskSpec],
+    wanted: list[str],
+    hosts: Iterable[object],
+    *,
+    cancel: asyncio.Event | None = None,
+    root: str | None = None,
+) -> AsyncIterator[TaskEvent]:
+    """`run_on_host` on every host at once, as one stream in arrival order."""
+    cancel = cancel or asyncio.Event()
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    hosts = list(hosts)
+
+    async def one(host: object) -> None:
+        try:
+            transport = fleet.transport(host)  # type: ignore[attr-defined]
+            async for event in run_on_host(
+                host, transport, specs, wanted, cancel=cancel, root=root
+            ):
+                await queue.put(event)
+        except Exception as exc:  # a bug must cost one host, never the run
+            name = getattr(host, "name", "?")
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            await queue.put(TaskLost(name, wanted[-1], reason))
+        finally:
+            await queue.put(_END)
+
+    tasks = [asyncio.ensure_future(one(h)) for h in hosts]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            item = await queue.get()
+            if item is _END:
+                remaining -= 1
+            else:
+                yield item  # type: ignore[misc]
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
