@@ -1,0 +1,140 @@
+"""How fast the app is, measured on the installed `gpudash` in a real tmux pane.
+
+    .venv/bin/python bench/bench_app.py [--runs N]
+
+Prints one table:
+  first frame        start of `gpudash` to the first screen with the host list on it
+  panels filled      start to every section of one loopback host on screen ("ready"),
+                     beside headless `gpudash probe` on the same host in the same run
+  idle CPU           CPU use of the app with 20 hosts settled and no refresh, over 5 s
+
+The loopback host is this machine over the local transport; the 20 idle hosts replay the
+saved captures in tests/fixtures/saved, so nothing but the app itself uses CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAVED = ROOT / "tests" / "fixtures" / "saved"
+GPUDASH = Path(sys.executable).with_name("gpudash")
+NET = 'network_targets = ["http://127.0.0.1:9/"]\n'
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+class Pane:
+    def __init__(self, root: Path) -> None:
+        self.sock = root / "tmux.sock"
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-S", str(self.sock), *args], capture_output=True, text=True
+        ).stdout
+
+    def start(self, config: Path) -> float:
+        env = {**os.environ, "TERM": "xterm-256color"}
+        t0 = time.perf_counter()
+        subprocess.run(
+            [
+                "tmux",
+                "-S",
+                str(self.sock),
+                "new-session",
+                "-d",
+                "-s",
+                "b",
+                "-x",
+                "100",
+                "-y",
+                "30",
+                f"{GPUDASH} --config {config}",
+            ],
+            env=env,
+            check=True,
+        )
+        return t0
+
+    def wait(self, condition, timeout: float = 60.0) -> float:  # type: ignore[no-untyped-def]
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if condition(self.tmux("capture-pane", "-p", "-t", "b")):
+                return time.perf_counter()
+            time.sleep(0.002)
+        raise TimeoutError("screen never matched")
+
+    def pid(self) -> int:
+        return int(self.tmux("display", "-p", "-t", "b", "#{pane_pid}").strip())
+
+    def stop(self) -> None:
+        self.tmux("kill-server")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    runs = parser.parse_args().runs
+    work = Path(tempfile.mkdtemp(prefix="gpudash-bench-"))
+    try:
+        local = work / "local.toml"
+        local.write_text(f'[hosts.loopback]\ntransport = "local"\n{NET}')
+        first, filled, headless = [], [], []
+        for i in range(runs):
+            pane = Pane(work / f"r{i}")
+            pane.sock.parent.mkdir()
+            t0 = pane.start(local)
+            first.append(pane.wait(lambda s: "loopback" in s) - t0)
+            filled.append(pane.wait(lambda s: "ready" in s and "waiting for" not in s) - t0)
+            pane.stop()
+            t0 = time.perf_counter()
+            subprocess.run([str(GPUDASH), "--config", str(local), "probe"], capture_output=True)
+            headless.append(time.perf_counter() - t0)
+        many = work / "twenty.toml"
+        names = sorted(p.name for p in SAVED.iterdir() if (p / "meta.json").exists())
+        many.write_text(
+            "".join(
+                f'[hosts.h{i:02d}]\ntransport = "replay"\n'
+                f'replay_dir = "{SAVED / names[i % len(names)]}"\n'
+                for i in range(20)
+            )
+        )
+        pane = Pane(work / "idle")
+        pane.sock.parent.mkdir()
+        pane.start(many)
+        pane.wait(lambda s: "h00" in s and "probing" not in s and "connecting" not in s)
+        time.sleep(1.0)
+        pid = pane.pid()
+        c0, w0 = cpu_seconds(pid), time.perf_counter()
+        time.sleep(5.0)
+        idle = (cpu_seconds(pid) - c0) / (time.perf_counter() - w0) * 100
+        pane.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    def ms(xs: list[float]) -> str:
+        return f"{statistics.median(xs) * 1000:7.0f} ms (min {min(xs) * 1000:.0f})"
+
+    gap = statistics.median(filled) - statistics.median(headless)
+    print(f"gpudash app benchmark, {runs} runs, median (min)")
+    print(f"  {'first frame':<34}{ms(first)}")
+    print(f"  {'panels filled, 1 loopback host':<34}{ms(filled)}")
+    print(f"  {'headless gpudash probe, same host':<34}{ms(headless)}")
+    print(f"  {'app minus headless':<34}{gap * 1000:7.0f} ms")
+    print(f"  {'idle CPU, 20 hosts, no refresh':<34}{idle:7.2f} %")
+
+
+if __name__ == "__main__":
+    main()
