@@ -124,7 +124,7 @@ gd_vars() {
 }
 gd_venv() {
   printf 'venv\t%s\n' "$1"
-  [ -d "$1/conda-meta" ] && for j in "$1"/conda-meta/python-[0-9]*.json; do
+  [ -d "$1/conda-meta" ] && printf 'kind\tconda\n' && for j in "$1"/conda-meta/python-*.json; do
     [ -f "$j" ] && printf 'condapy\t%s\n' "${j##*/}"
   done
   [ -f "$1/pyvenv.cfg" ] && while IFS= read -r l || [ -n "$l" ]; do
@@ -231,11 +231,6 @@ def _clean(value: str | None) -> str | None:
     return (clean_line(value).strip()[:400] or None) if value else None
 
 
-def _version(text: str | None) -> str | None:
-    m = re.search(r"(\d+(?:\.\d+){0,3}(?:[.+-]?[A-Za-z0-9_.+-]*)?)", text or "")
-    return clean_line(m.group(1))[:60] if m else None
-
-
 def _pythons(text: str) -> list[Python]:
     by_real: dict[str, Python] = {}
     last: str | None = None
@@ -289,57 +284,46 @@ def _tools(text: str) -> dict[str, Tool]:
             name = clean_line(rec[1])[:40]
             tools[name] = Tool(name, _clean(rec[2]))
         elif name in tools and rec[0] in ("version", "meta"):
-            found = re.search(r"-(\d[^-]*)-", rec[1]) if rec[0] == "meta" else None
-            version = found.group(1) if found else _version(rec[1].split(" ", 1)[-1])
-            if rec[0] == "version" and re.search(r"not found|No such file|rror", rec[1]):
-                version = None
-            tools[name] = Tool(name, tools[name].path, _clean(version))
+            # meta: conda-24.7.1-py312_0.json; version: "uv 0.9.5 (d5f3933 2025-10-21)"
+            pattern = r"-(\d[^-]*)-" if rec[0] == "meta" else r"^(?:\S+\s+)?v?(\d+\.[\w.+-]+)"
+            found = re.search(pattern, rec[1])
+            tools[name] = replace(tools[name], version=_clean(found.group(1)) if found else None)
     return tools
 
 
 def _venvs(text: str) -> list[Venv]:
     out: list[Venv] = []
     for block in re.split(r"^(?=venv\t)", text, flags=re.M):
-        recs = _records(block)
+        recs = [(r[0], "\t".join(r[1:])) for r in _records(block)]
         if not recs or recs[0][0] != "venv":
             continue
-        cfg: dict[str, str] = {}
+
+        def found(kind: str, pattern: str, recs: list[tuple[str, str]] = recs) -> str | None:
+            hits = (re.search(pattern, v) for k, v in recs if k == kind)
+            return next((m.group(1) for m in hits if m), None)
+
         packages: dict[str, str] = {}
-        site_py = conda_py = torch_py = None
-        for rec in recs[1:]:
-            kind, value = rec[0], "\t".join(rec[1:])
-            if kind == "cfg" and "=" in value:
-                key, val = value.split("=", 1)
-                cfg[key.strip().lower()] = val.strip()
-            elif kind == "site":
-                m = re.search(r"/lib/python(\d+\.\d+)[^/]*/site-packages$", value)
-                site_py = site_py or (m.group(1) if m else None)
-            elif kind == "condapy":
-                m = re.match(r"python-(\d[^-]*)-", value)
-                conda_py = m.group(1) if m else conda_py
-            elif kind == "dist":
-                name_version = _dist_name_version(value)
-                if name_version:
-                    packages.setdefault(*name_version)
-            elif kind == "torchpy":
-                m = re.match(r"cuda\b[^=]*=\s*['\"]([\d.]+)['\"]", value)
-                torch_py = m.group(1) if m else torch_py
-        python = cfg.get("version") or cfg.get("version_info") or conda_py or site_py
-        if python and re.fullmatch(r"\d+\.\d+\.\d+\.\w+\.\d+", python):
-            python = ".".join(python.split(".")[:3])  # version_info = 3.12.3.final.0
+        for name, version in filter(None, (_dist(v) for k, v in recs if k == "dist")):
+            packages.setdefault(name, version)
+        python = (  # pyvenv.cfg `version` or `version_info = 3.12.3.final.0`; conda; lib dir
+            found("cfg", r"^\s*version(?:_info)?\s*=\s*(\d+\.\d+(?:\.\d+)?)")
+            or found("condapy", r"^python-(\d[^-]*)-")
+            or found("site", r"/lib/python(\d+\.\d+)[^/]*/site-packages$")
+        )
+        torch_cuda = found("torchpy", r"^cuda\b[^=]*=\s*['\"]([\d.]+)['\"]")
         out.append(
             Venv(
                 path=_clean(recs[0][1]) or "?",
                 python=_clean(python),
                 packages=packages,
-                torch_cuda=_clean(torch_py) or _cuda_from_local(packages.get("torch")),
-                kind="conda" if conda_py or "conda-meta" in block else "venv",
+                torch_cuda=_clean(torch_cuda) or _cuda_from_local(packages.get("torch")),
+                kind="conda" if ("kind", "conda") in recs else "venv",
             )
         )
     return out
 
 
-def _dist_name_version(dirname: str) -> tuple[str, str] | None:
+def _dist(dirname: str) -> tuple[str, str] | None:
     """`torch-2.11.0+cu130.dist-info` -> ("torch", "2.11.0+cu130"); egg-info alike."""
     m = re.match(r"^([A-Za-z0-9_.]+?)-(\d[^-]*?)(?:-py[\d.]+)?\.(?:dist|egg)-info$", dirname)
     if not m:
