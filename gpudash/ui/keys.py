@@ -46,7 +46,13 @@ APP_KEYS: tuple[Key, ...] = (
 """Bindings of the main screen. `ctrl+p` (command palette) and ctrl+c are Textual's own."""
 
 TOPOLOGY_KEYS: tuple[Key, ...] = (
-    Key("toggle-nics", "n", "toggle_nics", "NICs", "Show or hide NIC rows and columns"),
+    Key(
+        "toggle-nics",
+        "n",
+        "toggle_nics",
+        "NICs",
+        "A column per NIC, or only each GPU's closest NICs",
+    ),
 )
 
 FLEET_KEYS: tuple[Key, ...] = (
