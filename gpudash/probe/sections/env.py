@@ -124,9 +124,12 @@ gd_vars() {
 }
 gd_venv() {
   printf 'venv\t%s\n' "$1"
-  [ -d "$1/conda-meta" ] && printf 'kind\tconda\n' && for j in "$1"/conda-meta/python-*.json; do
-    [ -f "$j" ] && printf 'condapy\t%s\n' "${j##*/}"
-  done
+  if [ -d "$1/conda-meta" ]; then
+    printf 'kind\tconda\n'
+    for j in "$1"/conda-meta/python-[0-9]*.json; do
+      [ -f "$j" ] && printf 'condapy\t%s\n' "${j##*/}"
+    done
+  fi
   [ -f "$1/pyvenv.cfg" ] && while IFS= read -r l || [ -n "$l" ]; do
     printf 'cfg\t%s\n' "$l"
   done <"$1/pyvenv.cfg"
