@@ -29,6 +29,7 @@ import re
 import shlex
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from secrets import token_hex
 
 from gpudash.transport.base import Transport, TransportError
 
@@ -233,29 +234,36 @@ def list_script(root: str | None = None) -> str:
     return _wrap(body)
 
 
-def attach_script(task: str, offset: int, root: str | None = None) -> str:
-    """The log from byte `offset` on, following it until the wrapper exits."""
+def attach_script(task: str, offset: int, marker: str, root: str | None = None) -> str:
+    """`marker` then the log from byte `offset` on, following it until the wrapper exits.
+
+    Whatever the login prints first (a motd, "Could not chdir to home directory") comes
+    before the marker and is dropped, so the bytes counted are the log's own."""
     return _wrap(
         _head(task, root)
-        + _exports({"GPUDASH_FROM": int(offset) + 1})
+        + _exports({"GPUDASH_FROM": int(offset) + 1, "GPUDASH_MARK": marker})
         + '[ -e "$J/log" ] || exit 3\n'
+        + "printf '%s\\n' \"$GPUDASH_MARK\"\n"
         + 'W=$(cat "$J/wpid" 2>/dev/null)\n'
         + 'if [ -e "$J/rc" ] || [ -z "$W" ]; then exec tail -c +"$GPUDASH_FROM" "$J/log"; fi\n'
         + 'exec tail -c +"$GPUDASH_FROM" -f --pid="$W" -s 0.2 "$J/log"\n'
     )
 
 
-def fetch_script(task: str, offset: int, root: str | None = None) -> str:
-    """The log from byte `offset` to its current end, no following."""
+def fetch_script(task: str, offset: int, marker: str, root: str | None = None) -> str:
+    """`marker`, then the log from byte `offset` to its current end, no following."""
     return _wrap(
         _head(task, root)
-        + _exports({"GPUDASH_FROM": int(offset) + 1})
+        + _exports({"GPUDASH_FROM": int(offset) + 1, "GPUDASH_MARK": marker})
+        + '[ -e "$J/log" ] || exit 3\n'
+        + "printf '%s\\n' \"$GPUDASH_MARK\"\n"
         + 'exec tail -c +"$GPUDASH_FROM" "$J/log"\n'
     )
 
 
 def cancel_script(task: str, grace: float = 10.0, root: str | None = None) -> str:
-    """TERM the payload's process group, KILL it after `grace` seconds, wait for rc."""
+    """TERM the payload's process group; KILL what is left of it after `grace` seconds (a
+    process that ignores TERM keeps the group alive even once the payload's shell is gone)."""
     return _wrap(
         _head(task, root)
         + _exports({"GPUDASH_GRACE": max(1, int(grace * 10))})
@@ -271,14 +279,13 @@ if [ ! -e "$J/rc" ] && ! flock -n "$J/lock" true 2>/dev/null; then
         kill -"$1" -"$P" 2>/dev/null && return 0
         [ -e "$J/sudo" ] && sudo -n kill -"$1" -- -"$P" 2>/dev/null
     }
+    alive() { [ -n "$P" ] && kill -0 -"$P" 2>/dev/null; }
     signal TERM
     i=0
-    while [ ! -e "$J/rc" ] && [ $i -lt "$GPUDASH_GRACE" ]; do sleep 0.1; i=$((i + 1)); done
-    if [ ! -e "$J/rc" ]; then
-        signal KILL
-        i=0
-        while [ ! -e "$J/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-    fi
+    while alive && [ $i -lt "$GPUDASH_GRACE" ]; do sleep 0.1; i=$((i + 1)); done
+    if alive; then signal KILL; fi
+    i=0
+    while [ ! -e "$J/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 fi
 status_of
 """
@@ -329,6 +336,31 @@ def parse_list(text: str) -> list[JobStatus]:
         elif task is not None:
             fields[key] = value.strip()
     return jobs
+
+
+def _marker() -> str:
+    return "gpudash-log-" + token_hex(8)
+
+
+class _MarkerCut:
+    """Drops everything up to and including the first `marker` line."""
+
+    def __init__(self, marker: str) -> None:
+        self._marker = marker.encode() + b"\n"
+        self._head = b""
+        self.found = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.found:
+            return chunk
+        self._head += chunk
+        at = self._head.find(self._marker)
+        if at < 0:
+            return b""
+        self.found = True
+        rest = self._head[at + len(self._marker) :]
+        self._head = b""
+        return rest
 
 
 async def _run(transport: Transport, script: str, timeout: float) -> tuple[bytes, int | None]:
@@ -407,20 +439,31 @@ async def attach(
     Raises TransportError when the connection drops; bytes already yielded stand, so the
     caller resumes from its own count of them.
     """
-    process = await transport.start(attach_script(task, offset, root), timeout=timeout)
+    marker = _marker()
+    process = await transport.start(attach_script(task, offset, marker, root), timeout=timeout)
+    cut = _MarkerCut(marker)
     try:
         async for chunk in process.chunks():
-            yield chunk
+            data = cut.feed(chunk)
+            if data:
+                yield data
         code = await process.wait()
     finally:
         await process.close()
     _lost(code, "attach")
+    if not cut.found and code == 0:
+        raise TransportError("attach: the host's reply lacked its start marker")
 
 
 async def fetch(transport: Transport, task: str, offset: int, *, root: str | None = None) -> bytes:
-    out, code = await _run(transport, fetch_script(task, offset, root), _CONTROL_TIMEOUT_S)
+    marker = _marker()
+    out, code = await _run(transport, fetch_script(task, offset, marker, root), _CONTROL_TIMEOUT_S)
     _lost(code, "log fetch")
-    return out
+    cut = _MarkerCut(marker)
+    data = cut.feed(out)
+    if not cut.found:
+        raise TransportError(f"log fetch: no log on the host (exit status {code})")
+    return data
 
 
 async def cancel(

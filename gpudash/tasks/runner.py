@@ -295,9 +295,12 @@ async def _follow(
                                 getter.cancel()
                         if cancel_wait.done():
                             start_cancel()
-                        if getter.cancelled():
+                        try:
+                            item = await getter
+                        except asyncio.CancelledError:
+                            if not getter.cancelled():
+                                raise
                             continue
-                        item = getter.result()
                     else:
                         item = await queue.get()
                     if item is _END:
