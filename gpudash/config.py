@@ -22,10 +22,13 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudash.config_hosts import check_document
 from gpudash.config_lines import KeyLines, KeyPath, key_lines, render_path
+
+if TYPE_CHECKING:
+    from gpudash.checks.expect_config import Expect
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,6 +106,8 @@ class HostConfig:
     section_timeout: float = 20.0
     """Each probe section, enforced on the host with `timeout -k`."""
     replay_dir: str | None = None
+    expect: Expect | None = None
+    """What the host should be: [defaults], [expect.TAG] and its own `expect`, merged."""
 
     def __post_init__(self) -> None:
         if not self.address:

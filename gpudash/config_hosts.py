@@ -113,7 +113,40 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     for host in hosts:
         _check_host(host, report)
     _check_jumps(hosts, report)
-    return Checked(fleet, [(host.name, host.fields) for host in hosts], ui, keys, tasks)
+    by_tag = _check_expect_tags(data, report)
+    return Checked(
+        fleet, [(host.name, _expect_merged(host, by_tag)) for host in hosts], ui, keys, tasks
+    )
+
+
+def _check_expect_tags(data: Mapping[str, object], report: Report) -> dict[str, object]:
+    """`[expect.TAG]` tables: expectations for every host with that tag (gpudash.checks)."""
+    raw = data.get("expect", {})
+    if not isinstance(raw, dict):
+        report(("expect",), f"expected a table of [expect.TAG] tables, got {toml_type(raw)}")
+        return {}
+    from gpudash.checks.expect_config import expect_problems
+
+    by_tag: dict[str, object] = {}
+    for tag, table in raw.items():
+        expect, problems = expect_problems(table)
+        for at, message in problems:
+            report(("expect", tag, *at), message)
+        if expect is not None and not problems:
+            by_tag[tag] = expect
+    return by_tag
+
+
+def _expect_merged(host: _Host, by_tag: Mapping[str, object]) -> dict[str, object]:
+    """The host's fields with `expect` merged key by key: defaults, its tags', its own."""
+    fields = host.fields
+    if by_tag or "expect" in fields:
+        from gpudash.checks.expect_config import for_host
+
+        tags = tuple(fields.get("tags", ()))  # type: ignore[call-overload]
+        own, default = host.own.get("expect"), host.defaults.get("expect")
+        fields["expect"] = for_host(default, by_tag, tags, own)  # type: ignore[arg-type]
+    return fields
 
 
 def _check_plain_table(

@@ -211,6 +211,14 @@ def jump(value: object) -> str | None:
 TRANSPORTS = ("ssh", "local", "replay")
 HOST_KEY_POLICIES = ("strict", "accept-new", "insecure")
 
+
+def _expect(value: object) -> object:
+    """What the host should be (gpudash.checks.expect_config); imported late: it imports us."""
+    from gpudash.checks.expect_config import parse_expect
+
+    return parse_expect(value)
+
+
 HOST_KEYS: Mapping[str, Key] = {
     "transport": Key("transport", choice(*TRANSPORTS)),
     "address": Key("address", text),
@@ -228,6 +236,7 @@ HOST_KEYS: Mapping[str, Key] = {
     "probe_timeout": Key("probe_timeout", seconds),
     "section_timeout": Key("section_timeout", seconds),
     "replay_dir": Key("replay_dir", local_path),
+    "expect": Key("expect", _expect),
 }
 """Keys of a `[hosts.NAME]` table, each also allowed in `[defaults]` for every host."""
 
@@ -289,6 +298,7 @@ TOP_LEVEL: Mapping[str, str] = {
     "ui": "[ui]",
     "keys": "[keys]",
     "tasks": "[tasks.NAME]",
+    "expect": "[expect.TAG]",
 }
 """Top-level tables, with how the docs write them. A new table (`[ui]`, `[tasks]`) is added
 here, with its keys beside HOST_KEYS and one line in `check_document` to read it."""
