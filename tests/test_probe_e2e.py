@@ -222,3 +222,38 @@ def test_a_bad_config_line_is_named_with_file_and_line(tmp_path: Path):
     run = gpudash("--config", str(config), "probe")
     assert run.returncode == 2
     assert run.stderr.strip() == f"{config}:3: hosts.a.prot: unknown key (did you mean 'port'?)"
+
+
+async def test_leaving_a_probe_midway_leaves_no_probe_process_on_the_host(
+    sshd: Sshd, fake_host: FakeHost
+):
+    import asyncio
+
+    from gpudash.probe.run import plan_for
+    from gpudash.transport.ssh import SshTransport
+
+    fake_host.write_tool("nvidia-smi", "#!/bin/sh\nexec sleep 987\n")
+    host = sshd.host_config(fake_host, network_targets=("http://127.0.0.1:9/",))
+    plan = plan_for(host)
+
+    def leftovers() -> list[str]:
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        return [
+            line
+            for line in ps.splitlines()
+            if "sleep 987" in line
+            or plan.nonce in line
+            or ("gpudash." in line and "timeout" in line)
+        ]
+
+    async with SshTransport(host) as transport:
+        stream = transport.probe(plan, timeout=60)
+        first = await anext(stream)  # a fast section arrives; the GPU ones hang
+        assert first.name not in ("gpus", "topology")
+        assert leftovers()  # the hung sections are running on the host
+        await stream.aclose()
+    for _ in range(50):
+        if not leftovers():
+            break
+        await asyncio.sleep(0.1)
+    assert leftovers() == []
