@@ -14,10 +14,10 @@ from gpudash.checks.versions import Version, compare, parse_version, short
 # CUDA major -> the minimum driver for minor-version compatibility across that family
 # (Linux x86_64; release notes table "CUDA Toolkit and Minimum Required Driver Version for
 # CUDA Minor Version Compatibility"; 13.x: ">= 580", the 13.0 GA driver being 580.65.06).
-MVC_MIN_DRIVER: dict[int, Version] = {
-    11: (450, 80, 2),
-    12: (525, 60, 13),
-    13: (580, 65, 6),
+MVC_MIN_DRIVER: dict[int, str] = {
+    11: "450.80.02",
+    12: "525.60.13",
+    13: "580.65.06",
 }
 
 # The driver each toolkit release shipped with (release notes, "CUDA Toolkit and
@@ -88,13 +88,13 @@ def can_run(cuda: Version, driver: Version | None, native: Version | None) -> st
         return "native"
     if driver is None:
         return "unknown"
-    minimum = MVC_MIN_DRIVER.get(cuda[0])
+    minimum = parse_version(MVC_MIN_DRIVER.get(cuda[0]))
     if minimum is not None and compare(driver, minimum) >= 0:
         return "minor"
     return "no"
 
 
-def min_driver_for(cuda: Version) -> Version | None:
+def min_driver_for(cuda: Version) -> str | None:
     """The oldest driver that runs a CUDA `cuda` build (through minor-version compatibility)."""
     return MVC_MIN_DRIVER.get(cuda[0])
 

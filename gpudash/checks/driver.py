@@ -42,7 +42,7 @@ def check(ctx: Context) -> list[Finding]:
         supports = f"CUDA {short(native)}" if native else "an unknown CUDA"
         if verdict == "no":
             minimum = min_driver_for(release)
-            need = f">= {short(minimum)}" if minimum else f"supporting CUDA {nvcc.release}"
+            need = f">= {minimum}" if minimum else f"supporting CUDA {nvcc.release}"
             out.append(
                 Finding(
                     Severity.FAIL,
@@ -59,7 +59,7 @@ def check(ctx: Context) -> list[Finding]:
                         f"Upgrade the NVIDIA driver to {need}, or put a toolkit no newer than "
                         f"CUDA {short(native) if native else '?'} first on PATH."
                     ),
-                    facts={**facts, "min_driver": short(minimum) if minimum else None},
+                    facts={**facts, "min_driver": minimum},
                 )
             )
         elif verdict == "minor":

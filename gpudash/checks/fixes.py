@@ -23,7 +23,8 @@ def _builtin_keys() -> dict[str, str | None]:
 
 
 def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
-    """task name -> its key, from `tasks` (Config.tasks: TaskSpec by name) or the built-ins."""
-    if tasks is None:
+    """task name -> its key, from `tasks` (Config.tasks: TaskSpec by name) or, when that is
+    empty (a config made without tasks, e.g. for --replay), the built-ins."""
+    if not tasks:
         return dict(_builtin_keys())
     return {name: getattr(spec, "key", None) for name, spec in tasks.items()}

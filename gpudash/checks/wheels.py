@@ -88,7 +88,7 @@ def check(ctx: Context) -> list[Finding]:
                         fix=(
                             "Reinstall torch built for a CUDA the driver supports "
                             f"(cu{''.join(map(str, native)) if native else '?'}), or upgrade "
-                            f"the driver to >= {short(minimum) if minimum else '?'}."
+                            f"the driver to >= {minimum or '?'}."
                         ),
                         facts={**facts, "driver_cuda_from": source},
                         fix_task="torch",
