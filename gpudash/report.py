@@ -1,0 +1,334 @@
+"""`gpudash report HOST`: one host's triage report, in Markdown to paste into a ticket, or JSON.
+
+    render_markdown(result, findings) -> str
+    render_json(result, findings)     -> dict
+
+Every string that came from the host (GPU names, paths, tool messages) is untrusted: parsers
+removed control characters, and `md()` escapes what Markdown would act on (table pipes,
+backticks, emphasis, links, HTML), so a hostile name can neither break a table nor inject
+markup into the ticket.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gpudash.checks import Finding, Severity, counts, worst_severity
+from gpudash.model import HostResult, to_jsonable
+from gpudash.summary import human_bytes
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+
+
+def md(value: Any) -> str:
+    """Remote text as literal Markdown on one line: `?` for None."""
+    if value is None:
+        return "?"
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table; header cells are ours, row cells are escaped."""
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for row in rows:
+        lines.append("| " + " | ".join(md(c) if c != "" else " " for c in row) + " |")
+    return lines
+
+
+def _mib(mib: int | None) -> str:
+    return "?" if mib is None else f"{mib / 1024:.1f} GiB"
+
+
+def _yes(flag: bool | None, yes: str = "on", no: str = "off") -> str:
+    return "?" if flag is None else yes if flag else no
+
+
+def render_json(result: HostResult, findings: Sequence[Finding]) -> dict[str, Any]:
+    return {
+        "host": result.name,
+        "state": result.state.value,
+        "error": result.error,
+        "worst": (worst_severity(findings) or Severity.OK).value,
+        "counts": {k.value: v for k, v in counts(findings).items()},
+        "findings": [f.to_json() for f in findings],
+        "sections": {k: to_jsonable(v.data) for k, v in result.sections.items()},
+    }
+
+
+def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
+    lines = [f"# Triage report: {md(result.name)}", ""]
+    n = counts(findings)
+    worst = worst_severity(findings) or Severity.OK
+    summary = ", ".join(f"{n[s]} {s.value}" for s in reversed(Severity) if n[s])
+    state = result.state.value + (f" ({md(result.error)})" if result.error else "")
+    lines += [
+        f"Probe: {state}. Verdict: **{worst.value.upper()}** ({summary or 'no findings'}).",
+        "",
+    ]
+    lines += _findings(findings)
+    for title, part in (
+        ("System", _system),
+        ("GPUs", _gpus),
+        ("Topology", _topology),
+        ("Toolkit", _toolkit),
+        ("Env", _env),
+        ("Models", _models),
+        ("Network", _network),
+    ):
+        section = result.sections.get(title.lower())
+        lines += [f"## {title}", ""]
+        if section is None:
+            lines += ["Not probed.", ""]
+            continue
+        if section.error:
+            lines += [f"Section error: {md(section.error)}", ""]
+        if section.data is not None:
+            lines += part(section.data)
+            lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _findings(findings: Sequence[Finding]) -> list[str]:
+    lines = ["## Findings", ""]
+    shown = [f for f in findings if f.severity is not Severity.OK]
+    for f in shown:
+        lines.append(f"- **{f.severity.value.upper()}** `{f.code}`: {md(f.title)}")
+        if f.why:
+            lines.append(f"  - Why: {md(f.why)}")
+        if f.fix:
+            task = ""
+            if f.fix_task:
+                key = f", key `{f.fix_key}`" if f.fix_key else ""
+                task = f" (task `{f.fix_task}`{key})"
+            lines.append(f"  - Fix: {md(f.fix)}{task}")
+        facts = _facts(f.facts)
+        if facts:
+            lines.append(f"  - Facts: {facts}")
+    ok = [f for f in findings if f.severity is Severity.OK]
+    if ok:
+        lines.append("- Passed: " + "; ".join(f"`{f.code}` {md(f.title)}" for f in ok))
+    if not findings:
+        lines.append("No findings.")
+    return [*lines, ""]
+
+
+def _facts(facts: Any) -> str:
+    parts = []
+    for key, value in dict(facts).items():
+        if value in (None, [], {}, ""):
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        parts.append(f"{md(key)} = {md(value)}")
+    return "; ".join(parts)
+
+
+def _system(s: Any) -> list[str]:
+    cpu = f"{s.cpu_model or '?'} ({s.cpus or '?'} CPUs)"
+    uptime = f"{s.uptime_s / 86400:.1f} days" if s.uptime_s else None
+    rows = [
+        ("Hostname", s.hostname),
+        ("OS", s.os),
+        ("Kernel", s.kernel),
+        ("Architecture", s.arch),
+        ("CPU", cpu),
+        ("Memory", human_bytes(s.memory_total_bytes) if s.memory_total_bytes else None),
+        ("Uptime", uptime),
+    ]
+    return _table(["", ""], rows)
+
+
+def _gpus(g: Any) -> list[str]:
+    if g.missing:
+        return [md(g.missing)]
+    lines = [f"Driver {md(g.driver_version)}, CUDA {md(g.cuda_version)} (source: {md(g.source)})."]
+    lines.append("")
+    rows = []
+    for gpu in g.gpus:
+        rows.append(
+            (
+                gpu.index,
+                ("ERR! " if gpu.error else "") + (gpu.name or "?"),
+                f"{gpu.cc or '?'} {gpu.sm or ''}".strip(),
+                f"{_mib(gpu.memory_used_mib)} / {_mib(gpu.memory_total_mib)}",
+                "?" if gpu.temp_c is None else f"{gpu.temp_c} C",
+                "?" if gpu.util_percent is None else f"{gpu.util_percent} %",
+                _power(gpu.power_w, gpu.power_limit_w),
+                _yes(gpu.persistence),
+                gpu.mig_mode or "?",
+                "?" if gpu.ecc_uncorrected is None else gpu.ecc_uncorrected,
+                gpu.bus_id,
+            )
+        )
+    header = ["GPU", "Name", "CC", "Memory used", "Temp", "Util", "Power", "Persist.", "MIG"]
+    lines += _table([*header, "ECC unc.", "Bus"], rows)
+    if g.processes:
+        lines += ["", "Processes:", ""]
+        procs = [(p.gpu, p.pid, p.type, p.name, p.memory_mib) for p in g.processes]
+        lines += _table(["GPU", "PID", "Type", "Name", "MiB"], procs)
+    return lines
+
+
+def _power(w: float | None, cap: float | None) -> str:
+    if w is None and cap is None:
+        return "?"
+    return f"{'?' if w is None else f'{w:.0f}'} / {'?' if cap is None else f'{cap:.0f}'} W"
+
+
+def _topology(t: Any) -> list[str]:
+    if t.missing:
+        return [md(t.missing)]
+    lines = [f"{md(t.summary)}."]
+    m = t.matrix
+    if m is not None and m.gpus:
+        lines.append("")
+        extra = [c for c in ("CPU Affinity", "NUMA Affinity") if _has(m, c)]
+        rows = []
+        for a in m.gpus:
+            row = [a, *("X" if a == b else (m.link(a, b) or "?") for b in m.gpus)]
+            if "CPU Affinity" in extra:
+                row.append(m.cpu_affinity.get(a, ""))
+            if "NUMA Affinity" in extra:
+                row.append(m.numa_affinity.get(a, ""))
+            rows.append(row)
+        lines += _table(["", *(md(g) for g in m.gpus), *extra], rows)
+        if m.nics:
+            nearest = [(a, ", ".join(m.nearest_nics(a)) or "?") for a in m.gpus]
+            lines += ["", "Nearest NICs:", ""]
+            named = {k: v for k, v in m.nic_names.items()}
+            lines += _table(["GPU", "NIC"], [(a, _nic(n, named)) for a, n in nearest])
+    if t.inactive_links:
+        lines += ["", f"Inactive NVLinks: {t.inactive_links}."]
+    states = [s for s in t.fabric_states if s != "N/A"]
+    if states:
+        lines += ["", f"Fabric state: {md(', '.join(t.fabric_states))}."]
+    return lines
+
+
+def _nic(names: str, legend: dict[str, str]) -> str:
+    return ", ".join(f"{n} ({legend[n]})" if n in legend else n for n in names.split(", "))
+
+
+def _has(m: Any, column: str) -> bool:
+    return bool(m.cpu_affinity if column == "CPU Affinity" else m.numa_affinity)
+
+
+def _toolkit(k: Any) -> list[str]:
+    lines = []
+    if k.nvcc:
+        rows = [(n.path, n.version or n.release or n.error, ", ".join(n.aliases)) for n in k.nvcc]
+        lines += _table(["nvcc (first wins on PATH)", "Version", "Also as"], rows)
+    else:
+        lines.append("No nvcc found.")
+    if k.cuda_installs:
+        lines.append("")
+        rows = [
+            (i.path, i.version, "yes" if i.has_nvcc else "no", ", ".join(i.aliases))
+            for i in k.cuda_installs
+        ]
+        lines += _table(["CUDA install", "Version", "nvcc", "Links"], rows)
+    lines.append("")
+    lines.append(
+        f"/usr/local/cuda -> {md(k.cuda_symlink or 'not a link')}; kernel module driver "
+        f"{md(k.driver_version)}."
+    )
+    libs = [*k.nccl, *k.cudnn]
+    if libs:
+        lines.append("")
+        lines += _table(
+            ["Library", "Version", "From", "Path"],
+            [(lib.name, lib.version, lib.source, lib.path) for lib in libs],
+        )
+    return lines
+
+
+_SHOWN_PACKAGES = ("sglang", "vllm", "flashinfer-python", "transformers", "triton")
+
+
+def _env(e: Any) -> list[str]:
+    lines = []
+    if e.pythons:
+        rows = [(p.path, p.version or p.error, p.pip) for p in e.pythons]
+        lines += _table(["Python", "Version", "pip"], rows)
+    else:
+        lines.append("No python on PATH.")
+    lines.append("")
+    uv = f"uv {md(e.uv.version)} at {md(e.uv.path)}" if e.uv else "no uv"
+    conda = ", ".join(f"{md(t.name)} {md(t.version)}" for t in e.conda)
+    lines.append(f"{uv}{'; ' + conda if conda else ''}.")
+    lines.append("")
+    if e.venvs:
+        rows = []
+        for v in e.venvs:
+            others = ", ".join(f"{p} {v.packages[p]}" for p in _SHOWN_PACKAGES if p in v.packages)
+            rows.append(
+                (
+                    v.path,
+                    v.kind,
+                    v.python,
+                    v.packages.get("torch", "none"),
+                    v.torch_cuda or "",
+                    others,
+                )
+            )
+        lines += _table(["Venv", "Kind", "Python", "torch", "torch CUDA", "Serving stack"], rows)
+    else:
+        lines.append("No venvs found.")
+    return lines
+
+
+def _models(m: Any) -> list[str]:
+    lines = []
+    rows = []
+    for d in m.dirs:
+        if not d.exists:
+            rows.append((d.path, "(no such dir)", "", "", ""))
+        for model in d.models:
+            missing = (
+                f"{model.missing_count} of {model.shards} shards" if model.missing_count else ""
+            )
+            rows.append(
+                (
+                    d.path,
+                    model.name,
+                    human_bytes(model.size_bytes),
+                    "yes" if model.complete else "NO",
+                    missing,
+                )
+            )
+    if rows:
+        lines += _table(["Dir", "Model", "Size", "Complete", "Missing"], rows)
+    else:
+        lines.append("No model dirs probed.")
+    if m.filesystems:
+        lines.append("")
+        rows = [
+            (fs.path, fs.mount, human_bytes(fs.free_bytes), human_bytes(fs.total_bytes))
+            for fs in m.filesystems
+        ]
+        lines += _table(["Path", "Mount", "Free", "Size"], rows)
+    return lines
+
+
+def _network(n: Any) -> list[str]:
+    lines = []
+    if n.targets:
+        rows = []
+        for t in n.targets:
+            dns = "?" if t.dns_ok is None else "ok" if t.dns_ok else "failed"
+            latency = "" if t.latency_ms is None else f"{t.latency_ms:.0f} ms"
+            rows.append((t.url, dns, t.http_status or "", latency, "ok" if t.ok else t.error))
+        lines += _table(["Target", "DNS", "HTTP", "Latency", "Result"], rows)
+    else:
+        lines.append("No network targets probed.")
+    lines.append("")
+    token = f"present ({md(n.hf_token_source)})" if n.hf_token else "none"
+    extra = "; HF_HUB_OFFLINE set" if n.hf_offline else ""
+    proxies = f"; proxy variables: {md(', '.join(n.proxies))}" if n.proxies else ""
+    lines.append(f"HF token: {token}{extra}{proxies}.")
+    return lines

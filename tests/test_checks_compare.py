@@ -1,0 +1,75 @@
+"""Hosts sharing a tag are compared: the odd one out gets a warn naming the difference."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "checks"))
+
+from hosts import C, failed, host
+
+from gpudash.checks import Severity, check_fleet
+from gpudash.config import parse_config
+
+OLD = {
+    "query": C / "query-h200-1x-varied-old-driver.txt",
+    "smi": C / "smi-h200-1x-varied-old-driver.txt",
+}
+
+
+def fleet(n: int, tag: str = "h200", extra: str = "") -> str:
+    return "".join(f'[hosts.n{i}]\ntags = ["{tag}"]\n{extra}' for i in range(n))
+
+
+def test_the_host_with_another_driver_is_named_against_the_majority():
+    config = parse_config(fleet(8), "t.toml")
+    results = {f"n{i}": host(name=f"n{i}") for i in range(1, 8)}
+    results["n0"] = host(name="n0", gpus=OLD)
+    found = check_fleet(config, results)
+    odd = [f for f in found["n0"] if f.family == "compare"]
+    assert [f.title for f in odd] == [
+        "driver 570.124.06 here, 580.159.04 on 7 others tagged 'h200'",
+        "CUDA 12.8 here, 13.0 on 7 others tagged 'h200'",
+    ]
+    assert all(f.severity is Severity.WARN for f in odd)
+    assert odd[0].facts["group"] == {"580.159.04": 7, "570.124.06": 1}
+    assert not [f for f in found["n1"] if f.family == "compare"]
+
+
+def test_gpu_count_and_nvlink_summary_differences_are_named_too():
+    config = parse_config(fleet(3), "t.toml")
+    results = {
+        "n0": host("h200-1x", name="n0"),
+        "n1": host("dgx-h200", name="n1"),
+        "n2": host("dgx-h200", name="n2"),
+    }
+    titles = [f.title for f in check_fleet(config, results)["n0"] if f.family == "compare"]
+    assert titles == [
+        "GPU count 1 here, 8 on 2 others tagged 'h200'",
+        "NVLink single GPU: no GPU pairs here, all 28 pairs NV18 on 2 others tagged 'h200'",
+    ]
+
+
+def test_no_majority_no_finding_and_untagged_or_failed_hosts_are_not_compared():
+    pair = parse_config(fleet(2), "t.toml")
+    results = {"n0": host(name="n0", gpus=OLD), "n1": host(name="n1")}
+    assert not [
+        f for fs in check_fleet(pair, results).values() for f in fs if f.family == "compare"
+    ]
+    untagged = parse_config("[hosts.n0]\n[hosts.n1]\n[hosts.n2]\n", "t.toml")
+    three = {**results, "n2": host(name="n2")}
+    assert not [f for f in check_fleet(untagged, three)["n0"] if f.family == "compare"]
+    tagged = parse_config(fleet(3), "t.toml")
+    down = {**results, "n2": failed("n2")}
+    assert not [f for f in check_fleet(tagged, down)["n0"] if f.family == "compare"]
+
+
+def test_only_hosts_sharing_the_tag_are_the_group():
+    config = parse_config(
+        fleet(3, "a") + fleet(0) + '[hosts.x1]\ntags = ["b"]\n[hosts.x2]\ntags = ["b"]\n', "t.toml"
+    )
+    results = {f"n{i}": host(name=f"n{i}") for i in range(3)}
+    results |= {"x1": host(name="x1", gpus=OLD), "x2": host(name="x2", gpus=OLD)}
+    found = check_fleet(config, results)
+    assert not [f for fs in found.values() for f in fs if f.family == "compare"]
