@@ -24,7 +24,7 @@ EXIT_OK, EXIT_HOST_FAILED, EXIT_USAGE = 0, 1, 2
 
 # Modules that add a subcommand: each has `register(subparsers)`, which adds its parser with
 # `set_defaults(handler=...)`; a handler takes the parsed args and returns the exit code.
-COMMAND_MODULES: tuple[str, ...] = ("gpudash.tasks.cli",)
+COMMAND_MODULES: tuple[str, ...] = ("gpudash.tasks.cli", "gpudash.check_cli")
 
 
 class UsageError(Exception):
