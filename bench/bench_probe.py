@@ -193,6 +193,8 @@ def main() -> None:
                 [*GPUDASH, "probe", "--json", "--config", str(cfg1)], args.rounds, env=env
             )
             budget = connect + script + 0.050
+            inproc = in_process_s(cfg1, args.rounds)
+            rows.append(("1 host: in-process probe", inproc, budget, "same budget"))
             rows.append(
                 (
                     "1 host: gpudash probe --json",

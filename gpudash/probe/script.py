@@ -86,7 +86,8 @@ def build_script(plan: ProbePlan) -> str:
             '  echo "$1 $?" >&3',
             "}",
             *(f'{launch}\nGD_PIDS="$GD_PIDS $!"' for launch in launches),
-            "( while sleep 1; do echo @tick >&3 || exit; done ) &",
+            # Not on stdout: a sleeping ticker must not hold the channel open at the end.
+            "( while sleep 1; do echo @tick >&3 || exit; done ) >/dev/null 2>&1 &",
             'GD_PIDS="$GD_PIDS $!"',
             "gd_n=0",
             f"while [ $gd_n -lt {len(plan.sections)} ] && read -r gd_s gd_rc <&3; do",
