@@ -13,7 +13,15 @@ import time
 from collections.abc import AsyncIterator, Iterable
 
 from gpudash.config import Config, HostConfig
-from gpudash.model import Event, HostState, HostStateChanged, ProbeFinished
+from gpudash.model import (
+    Event,
+    FindingsComputed,
+    HostResult,
+    HostState,
+    HostStateChanged,
+    ProbeFinished,
+    apply,
+)
 from gpudash.probe.run import probe_host
 from gpudash.transport.base import Transport
 
@@ -26,6 +34,8 @@ class Fleet:
         self._transports: dict[str, Transport] = {}
         self._ssh_pool = None
         self._slots = asyncio.Semaphore(max(1, config.concurrency))
+        self.results: dict[str, HostResult] = {}
+        """The latest snapshot of every host probed so far: what comparisons need."""
 
     def transport(self, host: HostConfig) -> Transport:
         if host.name not in self._transports:
@@ -79,14 +89,43 @@ class Fleet:
                 item = await queue.get()
                 if item is _DONE:
                     remaining -= 1
-                else:
-                    yield item  # type: ignore[misc]
+                    continue
+                event: Event = item  # type: ignore[assignment]
+                self._record(event)
+                yield event
+                if isinstance(event, ProbeFinished):
+                    for found in self._findings_after(event.host):
+                        self._record(found)
+                        yield found
         finally:
             for task in tasks:
                 task.cancel()
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    def _record(self, event: Event) -> None:
+        snapshot = self.results.get(event.host) or HostResult(event.host)
+        self.results[event.host] = apply(snapshot, event)
+
+    def _findings_after(self, name: str) -> list[FindingsComputed]:
+        """Findings of the host that just finished, and of the hosts it is compared with
+        (those sharing a tag), whose majority may have changed."""
+        from gpudash.checks import check_fleet
+
+        host = self.config.host(name)
+        tags = set(host.tags) if host else set()
+        affected = [name] + [
+            h.name
+            for h in self.config.hosts
+            if h.name != name and tags & set(h.tags) and h.name in self.results
+        ]
+        found = check_fleet(self.config, self.results, affected)
+        return [
+            FindingsComputed(host_name, found[host_name])
+            for host_name in affected
+            if host_name in found
+        ]
 
     async def close(self) -> None:
         for transport in self._transports.values():

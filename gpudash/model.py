@@ -53,6 +53,7 @@ class HostResult:
     sections: Mapping[str, SectionResult] = field(default_factory=dict)
     sections_total: int = 0
     elapsed_s: float | None = None
+    findings: tuple[Any, ...] = ()  # gpudash.checks.Finding, worst first, after each round
 
     @property
     def done(self) -> int:
@@ -94,7 +95,16 @@ class ProbeFinished:
     elapsed_s: float
 
 
-Event = HostStateChanged | SectionDone | ProbeFinished
+@dataclass(frozen=True)
+class FindingsComputed:
+    """A host's findings after a probe round (replacing any earlier ones); a peer's round
+    can recompute them too, since hosts sharing a tag are compared."""
+
+    host: str
+    findings: tuple[Any, ...]
+
+
+Event = HostStateChanged | SectionDone | ProbeFinished | FindingsComputed
 
 
 def apply(snapshot: HostResult, event: Event) -> HostResult:
@@ -118,6 +128,8 @@ def apply(snapshot: HostResult, event: Event) -> HostResult:
         sections = dict(snapshot.sections)
         sections[event.result.name] = event.result
         return dataclasses.replace(snapshot, sections=sections)
+    if isinstance(event, FindingsComputed):
+        return dataclasses.replace(snapshot, findings=tuple(event.findings))
     return dataclasses.replace(snapshot, elapsed_s=event.elapsed_s)
 
 

@@ -459,3 +459,18 @@ async def test_r_on_a_host_still_probing_is_a_no_op() -> None:
         assert app.probe(["h200-1x"]) == ["h200-1x"]
         assert app.probe(["h200-1x"]) == []
         await asyncio.sleep(0)
+
+
+async def test_each_host_row_and_fleet_row_shows_its_findings_count_in_colour():
+    app = create_app(replay_config("pcie-a40", "h200-1x", "down"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: all(r.findings for r in app.results.values()))
+        fails = {
+            name: sum(f.severity.value == "fail" for f in r.findings)
+            for name, r in app.results.items()
+        }
+        assert fails["pcie-a40"] >= 1  # GPU 4 in ERR!
+        await until(pilot, lambda: f"pcie-a40 ✖{fails['pcie-a40']}" in screen_text(app))
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await until(pilot, lambda: f"{fails['pcie-a40']} fail" in screen_text(app))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gpudash.model import HostResult, HostState, to_jsonable
+from gpudash.model import FindingsComputed, HostResult, HostState, to_jsonable
 
 if TYPE_CHECKING:
     from gpudash.config import Config, HostConfig
@@ -78,14 +78,6 @@ class Finding:
             "fix_key": self.fix_key,
             "fix_params": dict(self.fix_params),
         }
-
-
-@dataclass(frozen=True)
-class FindingsComputed:
-    """The core event: a host's findings after a probe round (replaces any earlier ones)."""
-
-    host: str
-    findings: tuple[Finding, ...]
 
 
 def worst_severity(findings: Iterable[Finding]) -> Severity | None:

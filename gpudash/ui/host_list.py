@@ -17,7 +17,7 @@ from textual.widgets.option_list import Option
 
 from gpudash.config import HostConfig
 from gpudash.model import HostResult
-from gpudash.ui.host_state import glyph, gpu_summary, state_text
+from gpudash.ui.host_state import findings_text, glyph, gpu_summary, state_text
 from gpudash.ui.render import remote
 
 
@@ -31,8 +31,13 @@ def _fit(text: Text, width: int) -> Text:
 def row(result: HostResult, width: int = 24) -> Text:
     """Two lines, each cut to `width`: '● name' and 'state · 8× H100'."""
     first = Text.assemble(glyph(result), " ", remote(result.name, style="bold"))
+    badge = findings_text(
+        result, compact=True
+    )  # ' ✖1 ▲3': after the name, so the GPUs line keeps room
+    if badge.plain and first.cell_len + badge.cell_len <= width:
+        first.append_text(badge)
     second = Text("  ")
-    second.append(state_text(result))
+    second.append(state_text(result, findings=False))
     gpus = gpu_summary(result)
     if gpus is not None and result.state.value != "failed":
         second.append(" · ", style="dim")

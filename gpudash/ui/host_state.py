@@ -21,8 +21,8 @@ def glyph(result: HostResult) -> Text:
     return Text(char, style=style)
 
 
-def state_text(result: HostResult) -> Text:
-    """'connecting', 'probing 3/7', 'ready', 'unreachable: <reason>'."""
+def state_text(result: HostResult, *, findings: bool = True) -> Text:
+    """'connecting', 'probing 3/7', 'ready · 1 fail', 'unreachable: <reason>'."""
     state = result.state
     if state is HostState.PENDING:
         return Text("waiting", style="dim")
@@ -34,8 +34,10 @@ def state_text(result: HostResult) -> Text:
     if state is HostState.READY:
         failed = sum(1 for s in result.sections.values() if s.error)
         if failed:
-            return Text(f"ready, {failed} section{'s' * (failed > 1)} failed", style="yellow")
-        return Text("ready", style="green")
+            out = Text(f"ready, {failed} section{'s' * (failed > 1)} failed", style="yellow")
+        else:
+            out = Text("ready", style="green")
+        return out.append_text(findings_text(result)) if findings else out
     got_data = any(s.data is not None for s in result.sections.values())
     word = "failed" if got_data else "unreachable"
     out = Text(word, style="bold red")
@@ -45,6 +47,28 @@ def state_text(result: HostResult) -> Text:
             reason = reason[len(result.name) + 2 :]
         out.append(": ", style="red")
         out.append(remote(reason, style="red"))
+    return out
+
+
+_SEVERITY_STYLE = {"fail": "bold red", "warn": "yellow", "info": "cyan"}
+
+
+_COMPACT = {"fail": "✖", "warn": "▲"}
+
+
+def findings_text(result: HostResult, *, compact: bool = False) -> Text:
+    """' · 2 fail · 1 warn' (compact: ' ✖2 ▲1'): problem counts, each in its colour."""
+    counts: dict[str, int] = {}
+    for finding in result.findings:
+        level = str(getattr(finding.severity, "value", finding.severity))
+        counts[level] = counts.get(level, 0) + 1
+    out = Text()
+    for level in ("fail", "warn"):
+        if counts.get(level):
+            label = (
+                f" {_COMPACT[level]}{counts[level]}" if compact else f" · {counts[level]} {level}"
+            )
+            out.append(label, style=_SEVERITY_STYLE[level])
     return out
 
 
