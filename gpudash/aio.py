@@ -1,10 +1,13 @@
-"""`asyncio.timeout` for Python 3.10 too (it arrived in 3.11)."""
+"""Small asyncio pieces the core shares: a 3.10-safe deadline and a fan-in of streams."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @contextlib.asynccontextmanager
@@ -32,3 +35,36 @@ async def deadline(seconds: float) -> AsyncIterator[None]:
         raise
     finally:
         handle.cancel()
+
+
+async def merge(streams: Iterable[AsyncIterator[T]]) -> AsyncIterator[T]:
+    """Run every stream at once and yield their items in arrival order.
+
+    One slow or hung stream only delays itself. Each stream handles its own errors (a
+    host's failure is an event, not an exception); leaving early cancels the rest.
+    """
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    done = object()
+
+    async def pump(stream: AsyncIterator[T]) -> None:
+        try:
+            async for item in stream:
+                await queue.put(item)
+        finally:
+            await queue.put(done)
+
+    tasks = [asyncio.ensure_future(pump(s)) for s in streams]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            item = await queue.get()
+            if item is done:
+                remaining -= 1
+            else:
+                yield item  # type: ignore[misc]
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterable
 
+from gpudash.aio import merge
 from gpudash.config import Config, HostConfig
 from gpudash.model import (
     Event,
@@ -24,8 +25,6 @@ from gpudash.model import (
 )
 from gpudash.probe.run import probe_host
 from gpudash.transport.base import Transport
-
-_DONE = object()
 
 
 class Fleet:
@@ -66,43 +65,25 @@ class Fleet:
 
     async def probe(self, names: Iterable[str] | None = None) -> AsyncIterator[Event]:
         """Probe the named (default: all) hosts concurrently; events arrive as they happen."""
-        queue: asyncio.Queue[object] = asyncio.Queue()
-        hosts = self.hosts(names)
 
-        async def one(host: HostConfig) -> None:
+        async def one(host: HostConfig) -> AsyncIterator[Event]:
             start = time.monotonic()
             try:
                 async with self._slots:
                     async for event in probe_host(host, self.transport(host)):
-                        await queue.put(event)
+                        yield event
             except Exception as exc:  # a bug here must cost one host, never the fleet
                 reason = f"internal error: {type(exc).__name__}: {exc}"
-                await queue.put(HostStateChanged(host.name, HostState.FAILED, reason))
-                await queue.put(ProbeFinished(host.name, time.monotonic() - start))
-            finally:
-                await queue.put(_DONE)
+                yield HostStateChanged(host.name, HostState.FAILED, reason)
+                yield ProbeFinished(host.name, time.monotonic() - start)
 
-        tasks = [asyncio.ensure_future(one(h)) for h in hosts]
-        try:
-            remaining = len(tasks)
-            while remaining:
-                item = await queue.get()
-                if item is _DONE:
-                    remaining -= 1
-                    continue
-                event: Event = item  # type: ignore[assignment]
-                self._record(event)
-                yield event
-                if isinstance(event, ProbeFinished):
-                    for found in self._findings_after(event.host):
-                        self._record(found)
-                        yield found
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        async for event in merge(one(h) for h in self.hosts(names)):
+            self._record(event)
+            yield event
+            if isinstance(event, ProbeFinished):
+                for found in self._findings_after(event.host):
+                    self._record(found)
+                    yield found
 
     def _record(self, event: Event) -> None:
         snapshot = self.results.get(event.host) or HostResult(event.host)

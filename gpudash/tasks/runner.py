@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 
+from gpudash.aio import merge
 from gpudash.tasks import jobs
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
 from gpudash.tasks.prepare import Facts, Prepared, PrepareError, prepare
@@ -457,35 +458,18 @@ async def run_tasks(
 ) -> AsyncIterator[TaskEvent]:
     """`run_on_host` on every host at once, as one stream in arrival order."""
     cancel = cancel or asyncio.Event()
-    queue: asyncio.Queue[object] = asyncio.Queue()
-    hosts = list(hosts)
 
-    async def one(host: object) -> None:
+    async def one(host: object) -> AsyncIterator[TaskEvent]:
         try:
             transport = fleet.transport(host)  # type: ignore[attr-defined]
             async for event in run_on_host(
                 host, transport, specs, wanted, cancel=cancel, root=root
             ):
-                await queue.put(event)
+                yield event
         except Exception as exc:  # a bug must cost one host, never the run
             name = getattr(host, "name", "?")
             reason = f"internal error: {type(exc).__name__}: {exc}"
-            await queue.put(TaskLost(name, wanted[-1], reason))
-        finally:
-            await queue.put(_END)
+            yield TaskLost(name, wanted[-1], reason)
 
-    tasks = [asyncio.ensure_future(one(h)) for h in hosts]
-    try:
-        remaining = len(tasks)
-        while remaining:
-            item = await queue.get()
-            if item is _END:
-                remaining -= 1
-            else:
-                yield item  # type: ignore[misc]
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+    async for event in merge(one(h) for h in list(hosts)):
+        yield event
