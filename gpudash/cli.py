@@ -130,4 +130,12 @@ def _probe(args: argparse.Namespace) -> int:
             f"unknown host {unknown[0]!r} in {where} (hosts: {', '.join(sorted(known))})"
         )
     save = Path(args.save) if args.save else None
+    if save is not None:
+        try:  # before connecting anywhere: a bad --save must not cost a whole probe round
+            save.mkdir(mode=0o700, parents=True, exist_ok=True)
+            probe_file = save / ".gpudash-write-test"
+            probe_file.touch()
+            probe_file.unlink()
+        except OSError as exc:
+            raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
     return asyncio.run(probe_command(config, args.hosts or None, as_json=args.json, save=save))

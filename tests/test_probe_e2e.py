@@ -257,3 +257,12 @@ async def test_leaving_a_probe_midway_leaves_no_probe_process_on_the_host(
             break
         await asyncio.sleep(0.1)
     assert leftovers() == []
+
+
+def test_an_unwritable_save_dir_is_a_one_line_usage_error_before_any_probe(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    run = gpudash("probe", "--json", "--save", str(blocker / "sub"))
+    assert run.returncode == 2
+    assert run.stderr.strip().startswith(f"gpudash: --save {blocker / 'sub'}:")
+    assert run.stdout == ""
