@@ -14,8 +14,20 @@ from gpudash.saved import load_host
 
 DEVICE = Path(__file__).parent / "fixtures" / "h200-device"
 STABLE = (
-    "index", "name", "uuid", "bus_id", "cc", "cc_source", "arch", "sm", "memory_total_mib",
-    "power_limit_w", "persistence", "mig_mode", "ecc_uncorrected", "error",
+    "index",
+    "name",
+    "uuid",
+    "bus_id",
+    "cc",
+    "cc_source",
+    "arch",
+    "sm",
+    "memory_total_mib",
+    "power_limit_w",
+    "persistence",
+    "mig_mode",
+    "ecc_uncorrected",
+    "error",
 )
 
 
