@@ -165,16 +165,17 @@ def seconds(value: object) -> float:
     return float(value)
 
 
-def array(item: Check, *, or_one: bool = False) -> Check:
-    """An array whose every element passes `item`; with `or_one`, a lone value is accepted."""
+def array(item: Check, *, or_one: bool = False, what: str = "strings") -> Check:
+    """An array whose every element passes `item` (an error names the element's index);
+    with `or_one`, a lone string is accepted. `what` names the elements in messages."""
 
     def check(value: object) -> tuple[object, ...]:
         if or_one and not isinstance(value, list):
             if not isinstance(value, str):
-                raise Invalid(f"expected a string or an array of strings, got {toml_type(value)}")
+                raise Invalid(f"expected a string or an array of {what}, got {toml_type(value)}")
             return (item(value),)
         if not isinstance(value, list):
-            raise Invalid(f"expected an array of strings, got {toml_type(value)}")
+            raise Invalid(f"expected an array of {what}, got {toml_type(value)}")
         checked = []
         for index, element in enumerate(value):
             try:

@@ -37,7 +37,7 @@ from typing import Any
 
 from gpudash.checks.versions import Spec
 from gpudash.config_lines import KeyPath
-from gpudash.config_schema import Invalid, integer, show, suggest, text, toml_type
+from gpudash.config_schema import Invalid, array, integer, show, suggest, text, toml_type
 
 NVLINK_CHOICES = ("all", "none", "any")
 
@@ -194,21 +194,6 @@ def _model(value: object) -> ExpectedModel:
     return ExpectedModel(**fields_)
 
 
-def _array(item: Any, what: str) -> Any:
-    def check(value: object) -> tuple[Any, ...]:
-        if not isinstance(value, list):
-            raise Invalid(f"expected an array of {what}, got {toml_type(value)}")
-        out = []
-        for index, element in enumerate(value):
-            try:
-                out.append(item(element))
-            except Invalid as exc:
-                raise Invalid(exc.message, (index, *exc.at)) from None
-        return tuple(out)
-
-    return check
-
-
 def _host(value: object) -> str:
     checked = text(value)
     host = re.sub(r"^[a-z]+://", "", checked).split("/", 1)[0]
@@ -229,8 +214,8 @@ KEYS: Mapping[str, Any] = {
     "python": _spec("3.12"),
     "torch": _spec("2.11"),
     "min_free_gb": _free,
-    "models": _array(_model, "repo ids or model tables"),
-    "reachable": _array(_host, "host names"),
+    "models": array(_model, what="repo ids or model tables"),
+    "reachable": array(_host, what="host names"),
     "hf_token": _boolean,
 }
 

@@ -34,7 +34,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from gpudash.config_lines import KeyPath, render_path
-from gpudash.config_schema import Invalid, Report, show, suggest, text, toml_type
+from gpudash.config_schema import Invalid, Report, array, show, suggest, text, toml_type
 from gpudash.tasks.kinds import KINDS, TORCH_CUDA_TAGS, Kind
 
 if sys.version_info >= (3, 11):
@@ -173,16 +173,8 @@ def local_files(value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
-def patterns(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        raise Invalid(f"expected an array of strings, got {toml_type(value)}")
-    out = []
-    for index, item in enumerate(value):
-        try:
-            out.append(text(item))
-        except Invalid as exc:
-            raise Invalid(exc.message, (index,)) from None
-    return tuple(out)
+patterns = array(text)
+"""Name patterns (`gpu-*`): an array of strings."""
 
 
 def boolean(value: object) -> bool:
