@@ -65,21 +65,41 @@ def load_host(directory: Path) -> SavedHost:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{meta_path}: not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+    # A saved dir may come from someone else: every value is checked, and names must be
+    # plain file-name pieces, so a crafted meta.json cannot read files outside the dir.
+    if not isinstance(meta, dict) or not isinstance(meta.get("sections") or {}, dict):
+        raise ValueError(f"{meta_path}: not a gpudash --save meta.json")
     sections = {}
     for name, info in (meta.get("sections") or {}).items():
+        if not _NAME.fullmatch(name) or not isinstance(info, dict):
+            raise ValueError(f"{meta_path}: sections: bad entry {name!r}")
+        labels = info.get("parts") or {}
+        if not isinstance(labels, dict):
+            raise ValueError(f"{meta_path}: sections.{name}.parts: not a table")
         parts = {}
-        for label, rc in (info.get("parts") or {}).items():
+        for label, rc in labels.items():
+            if not _NAME.fullmatch(label):
+                raise ValueError(f"{meta_path}: sections.{name}.parts: bad name {label!r}")
             path = directory / f"{name}.{label}.txt"
             text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
             key = "" if label == "_stray" else label
-            parts[key] = Part(key, rc, text)
-        sections[name] = (info.get("rc"), info.get("error"), parts)
+            parts[key] = Part(key, _rc(rc), text)
+        error = info.get("error")
+        sections[name] = (_rc(info.get("rc")), error if isinstance(error, str) else None, parts)
+    error = meta.get("error")
     return SavedHost(
         str(meta.get("host", directory.name)),
         str(meta.get("state", "ready")),
-        meta.get("error"),
+        error if isinstance(error, str) else None,
         sections,
     )
+
+
+_NAME = re.compile(r"\w[\w-]*(?:\.\w[\w-]*)*")
+
+
+def _rc(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def saved_hosts(root: Path) -> list[Path]:

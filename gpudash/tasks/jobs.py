@@ -305,7 +305,7 @@ def _status(task: str, fields: Mapping[str, str]) -> JobStatus:
     reason = None
     if "rc" in fields:
         code, _, reason_text = fields["rc"].partition(" ")
-        rc = int(code) if code.lstrip("-").isdigit() else None
+        rc = _ascii_int(code, signed=True)
         reason = reason_text or None
     state = fields.get("state", "none")
     if state == "finished" and reason == "cancelled":
@@ -318,9 +318,15 @@ def _status(task: str, fields: Mapping[str, str]) -> JobStatus:
         run=fields.get("run") or None,
         rc=rc,
         reason=reason,
-        size=int(size) if size.isdigit() else 0,
-        wpid=int(wpid) if wpid.isdigit() else None,
+        size=_ascii_int(size) or 0,
+        wpid=_ascii_int(wpid),
     )
+
+
+def _ascii_int(text: str, *, signed: bool = False) -> int | None:
+    """An ASCII decimal, else None: `str.isdigit` also accepts "²", which `int` rejects."""
+    pattern = r"-?[0-9]{1,18}" if signed else r"[0-9]{1,18}"
+    return int(text) if re.fullmatch(pattern, text) else None
 
 
 def parse_list(text: str) -> list[JobStatus]:
