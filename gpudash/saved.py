@@ -1,7 +1,8 @@
 """The `--save DIR` format: each host's raw outputs, one file per part, readable by eye.
 
     DIR/HOST/meta.json            state, error, and each section's exit status and parts
-    DIR/HOST/SECTION.PART.txt     exactly what that command printed (decoded as UTF-8)
+    DIR/HOST/SECTION.PART.txt     what that command printed (decoded as UTF-8, escapes
+                                  and control characters made visible: gpudash.text.clean)
 
 A part file can be fed straight to `gpudash parse` (e.g. `gpus.smi.txt` is an `nvidia-smi`
 table), and `gpudash probe --replay DIR` reads the directory back without connecting.
@@ -19,6 +20,7 @@ from typing import Any
 
 from gpudash.model import HostResult
 from gpudash.probe.parts import Part
+from gpudash.text import clean
 
 META = "meta.json"
 
@@ -37,7 +39,9 @@ def save_host(root: Path, result: HostResult) -> Path:
         parts = {}
         for part in section.parts.values():
             label = part.name or "_stray"
-            _write_private(directory / f"{name}.{label}.txt", part.text)
+            # Escapes neutralised: `cat` of a saved file must not retitle the terminal or
+            # write the clipboard. The parsers drop escapes anyway, so a replay reads the same.
+            _write_private(directory / f"{name}.{label}.txt", clean(part.text))
             parts[label] = part.rc
         sections[name] = {"rc": section.rc, "error": section.error, "parts": parts}
     meta = {

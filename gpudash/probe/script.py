@@ -53,16 +53,21 @@ def build_script(plan: ProbePlan) -> str:
     """The whole probe; `{ ...; } </dev/null` makes sh read all of it before running any,
     so no command inside can swallow the rest of the script from stdin."""
     exports = [f"export {k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
-    exports.append(f"export GPUDASH_NONCE={shlex.quote(plan.nonce)}")
+    # The nonce is a plain variable of the section scripts, never exported: a tool they run
+    # (a hostile nvidia-smi, a program dumping its environment) cannot learn it and so
+    # cannot print a marker that ends its section early or forges another one.
+    nonce = f"GPUDASH_NONCE={shlex.quote(plan.nonce)}"
     eof = f"GPUDASH_EOF_{plan.nonce}"
     writes = [
-        f"cat >\"$D/{s.name}.sh\" <<'{eof}'\n{PRELUDE}\n{s.body}\n{eof}" for s in plan.sections
+        f"cat >\"$D/{s.name}.sh\" <<'{eof}'\n{nonce}\n{PRELUDE}\n{s.body}\n{eof}"
+        for s in plan.sections
     ]
     launches = [f"gd_run {s.name} {plan.timeout_for(s)} &" for s in plan.sections]
     return "\n".join(
         [
             "{",
             *exports,
+            nonce,
             'M="@@gpudash:$GPUDASH_NONCE"',
             'D=$(mktemp -d "${TMPDIR:-/tmp}/gpudash.XXXXXX") ||',
             '  { echo "$M:fatal:mktemp"; exit 70; }',
