@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from netrig import NetRig
 from sshd import FakeHost, Sshd
 
 from gpudash.transport.ssh import SshPool
@@ -61,3 +62,36 @@ async def ssh_pool() -> AsyncIterator[SshPool]:
     pool = SshPool([])
     yield pool
     await pool.close()
+
+
+@pytest.fixture(scope="session")
+def netrig_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetRig]:
+    """Four hosts with their own addresses and sshds (tests/netrig.py), for the session.
+
+    Namespaces when this machine allows them; otherwise 127.0.0.x aliases, with a
+    NetRigFallback warning saying why.
+    """
+    with NetRig(4, tmp_path_factory.mktemp("netrig")) as rig:
+        yield rig
+
+
+@pytest.fixture
+def netrig(netrig_session: NetRig) -> NetRig:
+    """The session's NetRig with every fault undone and every host's files fresh."""
+    netrig_session.reset()
+    return netrig_session
+
+
+@pytest.fixture
+def netrig_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., NetRig]]:
+    """Make a NetRig of any size (`netrig_factory(20)`); all are torn down after the test."""
+    rigs: list[NetRig] = []
+
+    def make(n: int, **kwargs: object) -> NetRig:
+        rig = NetRig(n, tmp_path_factory.mktemp("netrig"), **kwargs).up()
+        rigs.append(rig)
+        return rig
+
+    yield make
+    for rig in rigs:
+        rig.close()
