@@ -11,6 +11,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING
 
 from gpudash.aio import merge
 from gpudash.config import Config, HostConfig
@@ -26,6 +27,9 @@ from gpudash.model import (
 from gpudash.probe.run import probe_host
 from gpudash.transport.base import Transport
 
+if TYPE_CHECKING:
+    from gpudash.checks.compare import Groups
+
 
 class Fleet:
     def __init__(self, config: Config) -> None:
@@ -35,6 +39,8 @@ class Fleet:
         self._slots = asyncio.Semaphore(max(1, config.concurrency))
         self.results: dict[str, HostResult] = {}
         """The latest snapshot of every host probed so far: what comparisons need."""
+        self._groups: Groups | None = None  # tag-group majorities, built on first findings
+        self._by_name: dict[str, HostConfig] = {}
 
     def transport(self, host: HostConfig) -> Transport:
         if host.name not in self._transports:
@@ -90,23 +96,32 @@ class Fleet:
         self.results[event.host] = apply(snapshot, event)
 
     def _findings_after(self, name: str) -> list[FindingsComputed]:
-        """Findings of the host that just finished, and of the hosts it is compared with
-        (those sharing a tag), whose majority may have changed."""
-        from gpudash.checks import check_fleet
+        """Findings of the host that just finished, and of the peers (hosts sharing a tag)
+        whose comparison its new result changed.
 
-        host = self.config.host(name)
-        tags = set(host.tags) if host else set()
-        affected = [name] + [
-            h.name
-            for h in self.config.hosts
-            if h.name != name and tags & set(h.tags) and h.name in self.results
-        ]
-        found = check_fleet(self.config, self.results, affected)
-        return [
-            FindingsComputed(host_name, found[host_name])
-            for host_name in affected
-            if host_name in found
-        ]
+        The tag groups' majorities are kept in one `Groups`, moved by this host's result
+        alone; only the peers it names are checked again, and a peer's findings are sent
+        only when they differ. (Re-checking every peer, each walking every peer, cost
+        O(N²) per host round and O(N³) per fleet round.)"""
+        from gpudash.checks import run_checks
+        from gpudash.checks.compare import Groups
+
+        if self._groups is None:
+            self._groups = Groups()
+            self._by_name = {h.name: h for h in self.config.hosts}
+        host = self._by_name.get(name)
+        if host is None:
+            return []
+        peers = self._groups.update(name, host.tags, self.results.get(name))
+        out = []
+        for host_name in [name, *sorted(peers)]:
+            config, result = self._by_name.get(host_name), self.results.get(host_name)
+            if config is None or result is None:
+                continue
+            found = run_checks(result, config, (), self.config.tasks, self._groups)
+            if host_name == name or found != result.findings:
+                out.append(FindingsComputed(host_name, found))
+        return out
 
     async def close(self) -> None:
         for transport in self._transports.values():

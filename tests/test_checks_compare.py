@@ -73,3 +73,54 @@ def test_only_hosts_sharing_the_tag_are_the_group():
     results |= {"x1": host(name="x1", gpus=OLD), "x2": host(name="x2", gpus=OLD)}
     found = check_fleet(config, results)
     assert not [f for fs in found.values() for f in fs if f.family == "compare"]
+
+
+# ---- one set of majorities per change (not one walk of every peer per host) -------------------
+
+NV17 = {"topo": C / "topo-h200-8x-varied-nv17.txt"}
+VARIANTS = {
+    "same": lambda n: host("dgx-h200", name=n),
+    "old": lambda n: host("dgx-h200", name=n, gpus=OLD),
+    "nv17": lambda n: host("dgx-h200", name=n, topology=NV17),
+    "down": lambda n: failed(n),
+}
+
+
+def test_a_fleet_check_extracts_each_hosts_traits_once_not_once_per_peer(monkeypatch):
+    from gpudash.checks import compare
+
+    n = 60
+    config = parse_config(fleet(n), "t.toml")
+    results = {f"n{i}": host(name=f"n{i}") for i in range(n)}
+    results["n7"] = host(name="n7", gpus=OLD)
+    calls = []
+    real = compare.traits
+    monkeypatch.setattr(compare, "traits", lambda r: calls.append(r.name) or real(r))
+    found = check_fleet(config, results)
+    assert len(calls) <= 2 * n  # was n * (n - 1) + n: every host walked every peer
+    odd = [f.title for f in found["n7"] if f.family == "compare"]
+    assert odd[0] == f"driver 570.124.06 here, 580.159.04 on {n - 1} others tagged 'h200'"
+
+
+def test_moving_one_host_names_every_peer_whose_comparison_changed():
+    """After each single-host update, re-checking only the hosts `update` names gives the
+    same findings as checking the whole fleet from scratch."""
+    import random
+
+    from gpudash.checks import run_checks
+    from gpudash.checks.compare import Groups
+
+    rng = random.Random(6)
+    names = [f"n{i}" for i in range(7)]
+    config = parse_config(fleet(7), "t.toml")
+    built = {(n, v): make(n) for n in names for v, make in VARIANTS.items()}
+    groups, results, shown = Groups(), {}, {}
+    for _ in range(60):
+        name = rng.choice(names)
+        results[name] = built[(name, rng.choice(list(VARIANTS)))]
+        affected = groups.update(name, ["h200"], results[name])
+        for other in [name, *affected]:
+            if other in results:
+                shown[other] = run_checks(results[other], config.host(other), (), None, groups)
+        truth = check_fleet(config, results)
+        assert {k: shown[k] for k in truth} == truth

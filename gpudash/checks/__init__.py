@@ -112,18 +112,20 @@ def run_checks(
     host: HostConfig | None = None,
     peers: Sequence[tuple[HostConfig, HostResult]] = (),
     tasks: Mapping[str, Any] | None = None,
+    groups: Any = None,
 ) -> tuple[Finding, ...]:
     """Every check over one host, worst first.
 
     `host` is its config (expectations, tags, model dirs); `peers` the other hosts' configs
     and results, compared with this one where they share a tag; `tasks` the config's task
     specs (`Config.tasks`), from which each finding's `fix_key` is taken (the built-in task
-    table when None)."""
+    table when None); `groups` (a `compare.Groups`) replaces `peers` with majorities
+    computed once for a whole fleet."""
     from gpudash.checks import compare, disk, driver, env, expect, gpus, network, nvlink, wheels
     from gpudash.checks.context import Context
     from gpudash.checks.fixes import task_keys
 
-    ctx = Context.build(result, host, peers)
+    ctx = Context.build(result, host, peers, groups)
     found: list[Finding] = []
     if result.state is HostState.FAILED:
         found.append(
@@ -151,14 +153,16 @@ def check_fleet(
 ) -> dict[str, tuple[Finding, ...]]:
     """Findings for the named (default: all) configured hosts that have a result, each
     compared with every other host in `results` that shares a tag with it."""
+    from gpudash.checks.compare import Groups
+
     wanted = set(names) if names is not None else None
     hosts = [h for h in config.hosts if h.name in results]
+    groups = Groups.of((h, results[h.name]) for h in hosts)  # once, not once per host
     out: dict[str, tuple[Finding, ...]] = {}
     for host in hosts:
         if wanted is not None and host.name not in wanted:
             continue
-        peers = [(h, results[h.name]) for h in hosts if h.name != host.name]
-        out[host.name] = run_checks(results[host.name], host, peers, config.tasks)
+        out[host.name] = run_checks(results[host.name], host, (), config.tasks, groups)
     return out
 
 

@@ -5,11 +5,15 @@ torch or NVLink summary differs from its group's majority gets a warn naming the
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
 from gpudash.model import HostResult, HostState
+
+if TYPE_CHECKING:
+    from gpudash.config import HostConfig
 
 TRAITS = ("gpus", "gpu_model", "driver", "cuda", "nvcc", "torch", "nvlink")
 _LABEL = {
@@ -44,27 +48,130 @@ def traits(result: HostResult) -> dict[str, str | None]:
     return out
 
 
+def comparable(result: HostResult) -> bool:
+    """Whether a host counts towards its groups' majorities: it answered this round."""
+    return result.state is not HostState.FAILED and bool(result.sections)
+
+
+Majority = tuple[str, int] | None
+"""A group's strict-majority value of one trait and how many hold it; None when none."""
+
+
+class Groups:
+    """Per tag, how many comparable hosts hold each value of each trait.
+
+    Built once and shared by every host's check, so comparing a fleet costs one pass over
+    its hosts rather than one per host (which was O(N²) trait extractions). `update` moves a
+    single host's contribution when its result changes and returns the hosts whose
+    comparison may have changed with it: the Fleet re-checks only those after each host's
+    round instead of every host sharing a tag.
+    """
+
+    def __init__(self) -> None:
+        self._members: dict[str, tuple[tuple[str, ...], dict[str, str | None]]] = {}
+        self._outside: dict[str, set[str]] = {}  # per tag: hosts with data that did not answer
+        # tag -> trait -> value -> hosts holding it; trait "" (value "") lists the members
+        self._holders: dict[str, dict[str, dict[str, set[str]]]] = {}
+
+    @classmethod
+    def of(cls, hosts: Iterable[tuple[HostConfig, HostResult]]) -> Groups:
+        groups = cls()
+        for host, result in hosts:
+            groups.update(host.name, host.tags, result)
+        return groups
+
+    def size(self, tag: str) -> int:
+        return len(self._holders.get(tag, {}).get("", {}).get("", ()))
+
+    def counts(self, tag: str, trait: str) -> Counter[str]:
+        held = self._holders.get(tag, {}).get(trait, {})
+        return Counter({value: len(names) for value, names in held.items() if names})
+
+    def member(self, name: str) -> tuple[tuple[str, ...], dict[str, str | None]] | None:
+        return self._members.get(name)
+
+    def majority(self, tag: str, trait: str) -> Majority:
+        """The value most members hold, when more than half hold it and the group has at
+        least three members (so each has a majority of at least two others to differ from)."""
+        if self.size(tag) < 3:
+            return None
+        values = self.counts(tag, trait)
+        if not values:
+            return None
+        common, n = values.most_common(1)[0]
+        return (common, n) if n * 2 > sum(values.values()) else None
+
+    def update(self, name: str, tags: Iterable[str], result: HostResult | None) -> set[str]:
+        """Replace `name`'s contribution with `result`'s (None: forget the host); the
+        other hosts whose comparison findings may differ now."""
+        tags = tuple(tags)
+        old = self._members.pop(name, None)
+        touched = set(tags) | set(old[0] if old else ())
+        before = {t: self._state(t) for t in touched}
+        if old is not None:
+            for tag in old[0]:
+                for trait, value in [("", ""), *old[1].items()]:
+                    if value is not None:
+                        self._holders[tag][trait][value].discard(name)
+        for tag in touched:
+            self._outside.get(tag, set()).discard(name)
+        if result is not None and comparable(result):
+            mine = traits(result)
+            self._members[name] = (tags, mine)
+            for tag in tags:
+                for trait, value in [("", ""), *mine.items()]:
+                    if value is not None:
+                        held = self._holders.setdefault(tag, {}).setdefault(trait, {})
+                        held.setdefault(value, set()).add(name)
+        elif result is not None and result.sections:
+            for tag in tags:
+                self._outside.setdefault(tag, set()).add(name)
+        affected: set[str] = set()
+        for tag in touched:
+            after = self._state(tag)
+            for trait in TRAITS:
+                (counts_was, was), (counts_now, now) = before[tag][trait], after[trait]
+                if counts_was == counts_now and was == now:
+                    continue
+                held = self._holders.get(tag, {}).get(trait, {})
+                for value, names in held.items():
+                    # a changed majority can flip anyone; otherwise only the odd ones'
+                    # findings (which quote the group's counts) change
+                    if was != now or (now is not None and value != now[0]):
+                        affected |= names
+                affected |= self._outside.get(tag, set())
+        affected.discard(name)
+        return affected
+
+    def _state(self, tag: str) -> dict[str, tuple[Counter[str], Majority]]:
+        return {t: (self.counts(tag, t), self.majority(tag, t)) for t in TRAITS}
+
+
 def check(ctx: Context) -> list[Finding]:
     host = ctx.host
-    if host is None or not host.tags or not ctx.peers:
+    if host is None or not host.tags:
         return []
+    groups = ctx.groups
+    if groups is None:
+        if not ctx.peers:
+            return []
+        groups = Groups.of(ctx.peers)
     mine = traits(ctx.result)
+    own = groups.member(host.name)  # this host's own share of the counts, taken out below
     out: list[Finding] = []
     done: set[str] = set()
     for tag in host.tags:
-        group = [
-            r
-            for h, r in ctx.peers
-            if tag in h.tags and r.state is not HostState.FAILED and r.sections
-        ]
-        if len(group) < 2:
+        inside = own is not None and tag in own[0]
+        if groups.size(tag) - inside < 2:
             continue  # one other host is a pair, not a majority
-        theirs = [traits(r) for r in group]
         for trait in TRAITS:
             if trait in done or mine[trait] is None:
                 continue
-            values = Counter(t[trait] for t in theirs if t[trait] is not None)
+            values = groups.counts(tag, trait)
+            if inside and own is not None and own[1][trait] is not None:
+                values[own[1][trait]] -= 1
             values[mine[trait]] += 1
+            values = +values  # drop the zero left by a changed value
             total = sum(values.values())
             common, n = values.most_common(1)[0]
             if n * 2 <= total or common == mine[trait]:

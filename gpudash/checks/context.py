@@ -12,6 +12,7 @@ from gpudash.probe.registry import SECTION_NAMES
 
 if TYPE_CHECKING:
     from gpudash.checks import Finding
+    from gpudash.checks.compare import Groups
     from gpudash.checks.expect import Expect
     from gpudash.config import HostConfig
 
@@ -28,6 +29,8 @@ class Context:
     env: Any = None
     models: Any = None
     network: Any = None
+    groups: Groups | None = None
+    """Tag-group majorities shared by every host of a fleet check (else built from peers)."""
 
     @classmethod
     def build(
@@ -35,8 +38,10 @@ class Context:
         result: HostResult,
         host: HostConfig | None = None,
         peers: Sequence[tuple[HostConfig, HostResult]] = (),
+        groups: Groups | None = None,
     ) -> Context:
-        return cls(result, host, tuple(peers), **{n: result.data(n) for n in SECTION_NAMES})
+        data = {n: result.data(n) for n in SECTION_NAMES}
+        return cls(result, host, tuple(peers), groups=groups, **data)
 
     @property
     def any_data(self) -> bool:
