@@ -113,6 +113,9 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     for host in hosts:
         _check_host(host, report)
     _check_jumps(hosts, report)
+    from gpudash.tasks.copy_params import check_hosts as check_copy_sources
+
+    check_copy_sources(tasks, [host.name for host in hosts], report)
     by_tag = _check_expect_tags(data, report)
     return Checked(
         fleet, [(host.name, _expect_merged(host, by_tag)) for host in hosts], ui, keys, tasks

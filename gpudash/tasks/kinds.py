@@ -272,6 +272,20 @@ KINDS: Mapping[str, Kind] = {
         affects=("models",),
         default_timeout=6 * 3600,
     ),
+    # Not a shell body: gpudash streams the copy itself (gpudash/tasks/copy.py).
+    "copy": Kind(
+        "copy",
+        {
+            "from": Param("host", "", doc="the source host (a configured host name)"),
+            "path": Param("dir", "~/venvs/serve", doc="the directory to copy, on the source"),
+            "to": Param("path", "", doc="where on the destination; '' = the same path"),
+            "replace": Param("bool", False, doc="replace an existing destination directory"),
+        },
+        "# copy: streamed by gpudash from the source host (gpudash/tasks/copy.py)\n",
+        None,
+        affects=("env", "models"),
+        default_timeout=6 * 3600,
+    ),
     "script": Kind("script", {}, "", None, default_timeout=3600),
 }
 

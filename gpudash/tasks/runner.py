@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import secrets as _secrets
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gpudash.aio import merge
@@ -401,8 +401,12 @@ async def run_on_host(
     facts: Facts | None = None,
     root: str | None = None,
     environ: Mapping[str, str] | None = None,
+    peer: Callable[[str], Transport | None] | None = None,
 ) -> AsyncIterator[TaskEvent]:
-    """`wanted` and their needs on one host, needs first; a failed need blocks its dependents."""
+    """`wanted` and their needs on one host, needs first; a failed need blocks its dependents.
+
+    `peer` gives another host's transport by name: a copy task's source.
+    """
     import os
 
     name = getattr(host, "name", str(host))
@@ -432,7 +436,13 @@ async def run_on_host(
             yield TaskBlocked(name, task, str(exc))
             done[task] = False
             continue
-        async for event in run_task(name, transport, prepared, cancel=cancel, root=root):
+        if spec.kind == "copy":
+            from gpudash.tasks.copy import run_copy
+
+            stream = run_copy(name, transport, prepared, peer, cancel=cancel)
+        else:
+            stream = run_task(name, transport, prepared, cancel=cancel, root=root)
+        async for event in stream:  # type: ignore[attr-defined]
             if isinstance(event, TaskFinished):
                 event = TaskFinished(
                     event.host,
@@ -459,11 +469,16 @@ async def run_tasks(
     """`run_on_host` on every host at once, as one stream in arrival order."""
     cancel = cancel or asyncio.Event()
 
+    def peer(name: str) -> Transport | None:
+        config = getattr(fleet, "config", None)
+        other = config.host(name) if config is not None else None
+        return fleet.transport(other) if other is not None else None  # type: ignore[attr-defined]
+
     async def one(host: object) -> AsyncIterator[TaskEvent]:
         try:
             transport = fleet.transport(host)  # type: ignore[attr-defined]
             async for event in run_on_host(
-                host, transport, specs, wanted, cancel=cancel, root=root
+                host, transport, specs, wanted, cancel=cancel, root=root, peer=peer
             ):
                 yield event
         except Exception as exc:  # a bug must cost one host, never the run

@@ -3,7 +3,7 @@
     [tasks.torch]
     title   = "Install PyTorch for the driver's CUDA"
     key     = "t"                   # the app's key for it; unique
-    kind    = "torch"               # uv | venv | pip | torch | serving | patch | model | script
+    kind    = "torch"               # uv venv pip torch serving patch model copy script
     needs   = ["venv"]              # tasks that must have succeeded on the host first
     hosts   = ["gpu-*"]             # name patterns, and/or
     tags    = ["h200"]              # host tags; default: every host
@@ -80,6 +80,20 @@ def host_path(value: object) -> str:
     if checked and not (checked.startswith("/") or checked == "~" or checked.startswith("~/")):
         raise Invalid(f"expected an absolute path or one starting with ~/, got {show(checked)}")
     return checked
+
+
+def directory(value: object) -> str:
+    """A directory on the host that must be named: like `host_path`, but never ""."""
+    checked = host_path(value)
+    if not checked.strip("/~"):
+        raise Invalid(f"expected a directory below / or ~, got {show(checked)}")
+    return checked
+
+
+def host_name(value: object) -> str:
+    """The name of a configured host ("" = not set yet); the config checks that it is one
+    (`gpudash.tasks.copy_params.check_hosts`), as only it knows the hosts."""
+    return _string(value)
 
 
 def hf_repo(value: object) -> str:
@@ -186,6 +200,8 @@ def boolean(value: object) -> bool:
 PARAM_TYPES: Mapping[str, Callable[[object], object]] = {
     "str": _string,
     "path": host_path,
+    "dir": directory,
+    "host": host_name,
     "hf_repo": hf_repo,
     "packages": packages,
     "cuda": cuda,

@@ -9,6 +9,7 @@ so one invalid UTF-8 byte can never tear a connection down.
 from __future__ import annotations
 
 import abc
+import base64
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,26 @@ def script_command(timeout: float | None) -> str:
     if timeout is None:
         return SCRIPT_COMMAND
     return f"timeout -k 5 {max(1, int(timeout + 0.999))} {SCRIPT_COMMAND}"
+
+
+# For a command that also reads data on stdin (a copy's receiving tar): sh must not read
+# past its script, but a shell reading a script from a pipe buffers ahead (dash reads 8 KiB),
+# swallowing the data behind it. The `read` builtin is bound by POSIX not to read past the
+# newline, so the script travels as ONE base64 line that this constant command reads and
+# evals; every byte after that line is left on stdin for the script's commands.
+INPUT_COMMAND = '/bin/sh -c \'IFS= read -r s && eval "$(printf %s "$s" | base64 -d)"\''
+
+
+def input_command(timeout: float | None) -> str:
+    """The constant exec string for `Transport.start_input`, with the remote-side timeout."""
+    if timeout is None:
+        return INPUT_COMMAND
+    return f"timeout -k 5 {max(1, int(timeout + 0.999))} {INPUT_COMMAND}"
+
+
+def input_script(script: str) -> bytes:
+    """What `input_command` expects first on stdin: the script as one base64 line."""
+    return base64.b64encode(script.encode()) + b"\n"
 
 
 class TransportError(Exception):
@@ -49,6 +70,15 @@ class RemoteProcess(abc.ABC):
     async def close(self) -> None:
         """Stop reading and release the channel. Idempotent, never raises."""
 
+    async def write(self, data: bytes) -> None:
+        """Send `data` to the process's stdin, waiting while the far end is behind
+        (backpressure). Only for processes from `Transport.start_input`."""
+        raise TransportError("this command takes no input (start it with start_input)")
+
+    async def write_eof(self) -> None:
+        """Close the process's stdin: the reader sees end of file."""
+        raise TransportError("this command takes no input (start it with start_input)")
+
 
 class Transport(abc.ABC):
     """One host, one connection, reused for every command."""
@@ -66,6 +96,14 @@ class Transport(abc.ABC):
         With `timeout`, the host itself enforces it (`timeout -k 5 N /bin/sh -s`): closing a
         channel does not stop a remote command, so a client-side timer alone would leak it.
         """
+
+    async def start_input(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        """Run `script` with stdin left open behind it: `write()` feeds it, `write_eof()` ends it.
+
+        The exec string is the constant `input_command` (see INPUT_COMMAND for why not
+        `/bin/sh -s`); stdout and stderr come back merged, as from `start`.
+        """
+        raise TransportError(f"{self.kind}: this transport cannot stream input to a command")
 
     @abc.abstractmethod
     async def close(self) -> None:

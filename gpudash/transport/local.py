@@ -16,19 +16,45 @@ from collections.abc import AsyncIterator
 
 from gpudash.probe.script import ProbePlan
 from gpudash.probe.stream import RawSection
-from gpudash.transport.base import RemoteProcess, Transport, TransportError, script_command
+from gpudash.transport.base import (
+    RemoteProcess,
+    Transport,
+    TransportError,
+    input_command,
+    input_script,
+    script_command,
+)
 
 _KILL_GRACE_S = 2.0
 
 
 class LocalProcess(RemoteProcess):
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, *, writable: bool = False) -> None:
         self._proc = proc
+        self._writable = writable
 
     async def chunks(self) -> AsyncIterator[bytes]:
         assert self._proc.stdout is not None
         while chunk := await self._proc.stdout.read(65536):
             yield chunk
+
+    async def write(self, data: bytes) -> None:
+        """Send to stdin, waiting while the pipe is full (backpressure)."""
+        if not self._writable:
+            await super().write(data)
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise TransportError(f"cannot write to the command: {exc}") from exc
+
+    async def write_eof(self) -> None:
+        if not self._writable:
+            await super().write_eof()
+        assert self._proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._proc.stdin.close()
 
     async def wait(self) -> int | None:
         return await self._proc.wait()
@@ -57,9 +83,15 @@ class LocalTransport(Transport):
         return None
 
     async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        return await self._start(script_command(timeout), script.encode(), eof=True)
+
+    async def start_input(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        return await self._start(input_command(timeout), input_script(script), eof=False)
+
+    async def _start(self, command: str, head: bytes, *, eof: bool) -> RemoteProcess:
         try:
             proc = await asyncio.create_subprocess_shell(
-                script_command(timeout),
+                command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -69,12 +101,13 @@ class LocalTransport(Transport):
             raise TransportError(f"cannot start /bin/sh: {exc.strerror or exc}") from exc
         assert proc.stdin is not None
         try:
-            proc.stdin.write(script.encode())
+            proc.stdin.write(head)
             await proc.stdin.drain()
-            proc.stdin.close()
+            if eof:
+                proc.stdin.close()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the shell died at once; its exit status tells why
-        return LocalProcess(proc)
+        return LocalProcess(proc, writable=not eof)
 
     async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
         """The script for every section but gpus, which NVML answers in-process meanwhile."""

@@ -28,7 +28,14 @@ from typing import Any
 
 import asyncssh
 
-from gpudash.transport.base import RemoteProcess, Transport, TransportError, script_command
+from gpudash.transport.base import (
+    RemoteProcess,
+    Transport,
+    TransportError,
+    input_command,
+    input_script,
+    script_command,
+)
 from gpudash.transport.hostkeys import HostKeyCheck
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
@@ -166,6 +173,14 @@ class SshTransport(Transport):
         return _Failure(reason)
 
     async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        head = _MERGE_STDERR + script.encode()
+        return await self._start(script_command(timeout), head, eof=True)
+
+    async def start_input(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
+        head = input_script(_MERGE_STDERR.decode() + script)
+        return await self._start(input_command(timeout), head, eof=False)
+
+    async def _start(self, command: str, head: bytes, *, eof: bool) -> RemoteProcess:
         for retry in (False, True):
             reused = self.connected
             await self.connect()
@@ -173,7 +188,7 @@ class SshTransport(Transport):
             assert link is not None
             await link.channels.acquire()
             try:
-                proc = await self._create_process(link, script_command(timeout))
+                proc = await self._create_process(link, command)
             except (asyncssh.Error, OSError) as exc:
                 link.channels.release()
                 if reused and not retry and link.conn.is_closed():
@@ -182,9 +197,10 @@ class SshTransport(Transport):
                 reason = describe(exc, where)
                 raise TransportError(f"{self.host.name}: {reason}") from exc
             with contextlib.suppress(asyncssh.Error, OSError):
-                proc.stdin.write(_MERGE_STDERR + script.encode())
-                proc.stdin.write_eof()
-            return SshProcess(proc, link.channels.release)
+                proc.stdin.write(head)
+                if eof:
+                    proc.stdin.write_eof()
+            return SshProcess(proc, link.channels.release, writable=not eof)
         raise AssertionError("unreachable")
 
     @staticmethod

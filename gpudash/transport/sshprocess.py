@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 
 import asyncssh
 
-from gpudash.transport.base import RemoteProcess
+from gpudash.transport.base import RemoteProcess, TransportError
 
 _CLOSE_GRACE_S = 5.0
 
@@ -22,8 +22,15 @@ _CLOSE_GRACE_S = 5.0
 class SshProcess(RemoteProcess):
     """`/bin/sh -s` on one channel; its slot in the channel bound is freed exactly once."""
 
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: Callable[[], None]):
+    def __init__(
+        self,
+        proc: asyncssh.SSHClientProcess[bytes],
+        release: Callable[[], None],
+        *,
+        writable: bool = False,
+    ):
         self._proc = proc
+        self._writable = writable
         self._release: Callable[[], None] | None = release
 
     def _free(self) -> None:
@@ -38,6 +45,22 @@ class SshProcess(RemoteProcess):
                 yield chunk
         except (asyncssh.Error, OSError):
             return
+
+    async def write(self, data: bytes) -> None:
+        """Send to stdin; waits while the channel's window is full (backpressure)."""
+        if not self._writable:
+            await super().write(data)
+        try:
+            self._proc.stdin.write(data)
+            await self._proc.stdin.drain()
+        except (asyncssh.Error, OSError) as exc:
+            raise TransportError(f"cannot write to the remote command: {exc}") from exc
+
+    async def write_eof(self) -> None:
+        if not self._writable:
+            await super().write_eof()
+        with contextlib.suppress(asyncssh.Error, OSError):
+            self._proc.stdin.write_eof()
 
     async def wait(self) -> int | None:
         """Exit status, -N for signal N, None when the host closed without reporting one."""

@@ -1,0 +1,393 @@
+"""The copy task over the real test sshd: host -> gpudash -> host, every file's hash verified.
+
+The fake hosts share one filesystem but each has its own HOME, so `~/src` on h0 and `~/dst`
+on h1 are different directories. Faults are provoked with stand-in tools on one host's PATH
+(a `tar` that corrupts what it unpacked, one that unpacks slowly), the real tar underneath.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from sshd import FakeHost, Sshd
+
+from gpudash.config import ConfigError, parse_config
+from gpudash.tasks.copy import run_copy
+from gpudash.tasks.prepare import prepare
+from gpudash.tasks.runner import (
+    TaskBlocked,
+    TaskCancelled,
+    TaskEvent,
+    TaskFinished,
+    TaskOutput,
+    TaskSkipped,
+    TaskStarted,
+)
+from gpudash.tasks.spec import TaskSpec, load_tasks
+from gpudash.transport.base import Transport, TransportError
+from gpudash.transport.local import LocalTransport
+from gpudash.transport.replay import ReplayTransport
+from gpudash.transport.ssh import SshPool
+
+ODD_NAME = 'it\'s a "name" with\nnewline.txt'
+BIG = 6 * 1024 * 1024
+
+
+def copy_spec(
+    *, check: str | None = None, timeout: str | None = None, **params: object
+) -> TaskSpec:
+    table: dict[str, object] = {"params": {"from": "h0", **params}}
+    if check is not None:
+        table["check"] = check
+    if timeout is not None:
+        table["timeout"] = timeout
+    return load_tasks({"copy": table})["copy"]
+
+
+def make_tree(root: Path) -> None:
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "a" / "b" / "c" / "deep.txt").write_text("deep\n")
+    (root / "empty").mkdir()
+    (root / "bin").mkdir()
+    (root / "bin" / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (root / "bin" / "run.sh").chmod(0o755)
+    (root / "link").symlink_to("a/b/c/deep.txt")
+    (root / ODD_NAME).write_text("odd\n")
+    data = bytearray(os.urandom(BIG))
+    data[4096] = 0  # the corrupting tar stand-in writes 0xff here
+    (root / "big.bin").write_bytes(bytes(data))
+
+
+def tree_of(root: Path) -> dict[str, tuple[str, str]]:
+    """Every entry under root: (kind and mode, sha256 or link target)."""
+    out: dict[str, tuple[str, str]] = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if path.is_symlink():
+            out[rel] = ("link", os.readlink(path))
+        elif path.is_dir():
+            out[rel] = (f"dir {path.stat().st_mode & 0o777:o}", "")
+        else:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            out[rel] = (f"file {path.stat().st_mode & 0o777:o}", digest)
+    return out
+
+
+async def collect(stream: AsyncIterator[object]) -> list[TaskEvent]:
+    return [event async for event in stream]  # type: ignore[misc]
+
+
+def lines_of(events: list[TaskEvent]) -> list[str]:
+    return [line for e in events if isinstance(e, TaskOutput) for line in e.lines]
+
+
+def copy_leftovers() -> list[str]:
+    """Copy processes still running on the (shared) host: either end's tar, sh or stand-in."""
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    needles = ("IFS= read -r s", "tar -cf - .", "tar -xpf -", "slow-receiver")
+    return [line for line in ps.splitlines() if any(n in line for n in needles)]
+
+
+@pytest.fixture
+def two_hosts(
+    sshd: Sshd, fake_hosts: list[FakeHost], ssh_pool: SshPool
+) -> tuple[Transport, Callable[[str], Transport | None]]:
+    """h1's transport (the destination) and the peer lookup that finds h0 (the source)."""
+    by_name = {h.name: h for h in fake_hosts[:2]}
+
+    def peer(name: str) -> Transport | None:
+        host = by_name.get(name)
+        return ssh_pool.transport(sshd.host_config(host)) if host else None
+
+    dest = peer("h1")
+    assert dest is not None
+    return dest, peer
+
+
+# --- the transport: data on stdin behind the script ----------------------------------------------
+
+
+async def stdin_roundtrip(transport: Transport) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    process = await transport.start_input("exec sha256sum\n", timeout=30)
+    try:
+        sizes = [1, 100, 8191, 65536, 1 << 20]
+        at = 0
+        while at < len(data):
+            size = sizes[(at // 7) % len(sizes)]
+            await process.write(data[at : at + size])
+            at += size
+        await process.write_eof()
+        out = b"".join([chunk async for chunk in process.chunks()])
+        assert await process.wait() == 0
+    finally:
+        await process.close()
+    assert out.split()[0].decode() == hashlib.sha256(data).hexdigest()
+
+
+async def test_start_input_delivers_every_byte_behind_the_script_over_ssh(
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
+):
+    await stdin_roundtrip(ssh_pool.transport(sshd.host_config(fake_host)))
+
+
+async def test_start_input_delivers_every_byte_behind_the_script_locally():
+    await stdin_roundtrip(LocalTransport(use_nvml=False))
+
+
+async def test_a_shell_reading_its_script_from_a_pipe_would_swallow_the_data(tmp_path: Path):
+    """Why start_input does not just append data after a `/bin/sh -s` script: sh buffers."""
+    data = os.urandom(100_000)
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-s", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate(b"exec wc -c\n" + data)
+    assert int(out) < len(data)
+
+
+async def test_start_input_on_a_replay_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(TransportError, match="cannot stream input"):
+        await ReplayTransport(tmp_path).start_input("cat\n")
+
+
+async def test_a_plain_start_refuses_write():
+    process = await LocalTransport(use_nvml=False).start("true\n")
+    try:
+        with pytest.raises(TransportError, match="takes no input"):
+            await process.write(b"x")
+    finally:
+        await process.close()
+
+
+# --- the copy ----------------------------------------------------------------------------------
+
+
+async def test_a_tree_arrives_identical_and_every_file_is_verified(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    src = fake_hosts[0].home / "src"
+    make_tree(src)
+    spec = copy_spec(path="~/src", to="~/deep/dst")
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished), lines_of(events)
+    assert events[-1].rc == 0, lines_of(events)
+    dst = fake_hosts[1].home / "deep" / "dst"
+    assert tree_of(dst) == tree_of(src)
+    assert (dst / ODD_NAME).read_text() == "odd\n"
+    assert os.access(dst / "bin" / "run.sh", os.X_OK)
+    lines = lines_of(events)
+    assert "verified: 4 files (6.0 MiB), 1 links, every sha256 matches" in lines
+    assert any(line.startswith("copied 6.0 MiB / 6.0 MiB (100%) at ") for line in lines)
+    partials = [e.partial for e in events if isinstance(e, TaskOutput) and e.partial]
+    assert all(p.startswith("copied ") for p in partials)
+    assert sorted(p.name for p in (fake_hosts[1].home / "deep").iterdir()) == ["dst"]
+    started = next(e for e in events if isinstance(e, TaskStarted))
+    log = Path(started.log_path).read_text()
+    assert "verified: 4 files" in log and "# gpudash: rc 0" in log
+
+
+async def test_a_corrupted_destination_fails_and_names_the_file(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    make_tree(fake_hosts[0].home / "src")
+    # The destination's tar unpacks for real, then one byte of big.bin rots on its disk.
+    fake_hosts[1].write_tool(
+        "tar",
+        '#!/bin/sh\n/bin/tar "$@"; rc=$?\nd=\nfor a; do [ "$p" = -C ] && d=$a; p=$a; done\n'
+        "printf '\\377' | dd of=\"$d/big.bin\" bs=1 seek=4096 conv=notrunc 2>/dev/null\n"
+        "exit $rc\n",
+    )
+    spec = copy_spec(path="~/src", to="~/dst")
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    end = events[-1]
+    assert isinstance(end, TaskFinished) and end.rc == 1
+    lines = lines_of(events)
+    assert "differs: big.bin: sha256 differs" in lines
+    assert any("verification failed: the copy on h1 differs from h0" in line for line in lines)
+    assert list(fake_hosts[1].home.iterdir()) == [], "the bad copy was left behind"
+
+
+async def test_a_missing_file_fails_on_the_file_count(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    make_tree(fake_hosts[0].home / "src")
+    fake_hosts[1].write_tool(
+        "tar",
+        '#!/bin/sh\n/bin/tar "$@"; rc=$?\nfor a; do [ "$p" = -C ] && d=$a; p=$a; done\n'
+        'rm -f "$d/a/b/c/deep.txt"\nexit $rc\n',
+    )
+    events = await collect(run_copy("h1", dest, prepare(copy_spec(path="~/src")), peer))  # type: ignore[arg-type]
+    lines = lines_of(events)
+    assert "differs: a/b/c/deep.txt: missing on the destination" in lines
+    assert any("(4 files there, 3 here)" in line for line in lines)
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 1
+
+
+SLOW_TAR = """#!/bin/sh
+# slow-receiver: the real tar, fed 16 KiB every 50 ms
+python3 -c '
+import sys, time
+i, o = sys.stdin.buffer, sys.stdout.buffer
+while b := i.read1(16384):
+    o.write(b); o.flush(); time.sleep(0.05)
+' slow-receiver | /bin/tar "$@"
+"""
+
+
+async def test_cancel_mid_copy_stops_both_ends_and_leaves_nothing(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    make_tree(fake_hosts[0].home / "src")
+    fake_hosts[1].write_tool("tar", SLOW_TAR)
+    cancel = asyncio.Event()
+    events: list[TaskEvent] = []
+    seen_running = False
+    stream = run_copy("h1", dest, prepare(copy_spec(path="~/src")), peer, cancel=cancel)  # type: ignore[arg-type]
+    async for event in stream:
+        events.append(event)  # type: ignore[arg-type]
+        if (
+            isinstance(event, TaskOutput)
+            and event.partial.startswith("copied ")
+            and not cancel.is_set()
+        ):
+            seen_running = bool(copy_leftovers())
+            cancel.set()
+    assert seen_running, "the copy was not running when cancelled"
+    assert isinstance(events[-1], TaskCancelled)
+    deadline = time.monotonic() + 10
+    while copy_leftovers() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert copy_leftovers() == []
+    assert list(fake_hosts[1].home.iterdir()) == [], "the partial copy was left behind"
+
+
+async def test_a_timeout_stops_the_copy_and_says_so(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    make_tree(fake_hosts[0].home / "src")
+    fake_hosts[1].write_tool("tar", SLOW_TAR)
+    spec = copy_spec(path="~/src", timeout="2s")
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    end = events[-1]
+    assert isinstance(end, TaskFinished) and (end.rc, end.timed_out) == (124, True)
+    assert "gpudash: the copy did not finish within 2s" in lines_of(events)
+    deadline = time.monotonic() + 10
+    while copy_leftovers() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert copy_leftovers() == []
+    assert list(fake_hosts[1].home.iterdir()) == []
+
+
+async def test_shell_syntax_in_paths_arrives_as_literal_text(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object], tmp_path: Path
+):
+    dest, peer = two_hosts
+    pwned = Path(f"/tmp/gpudash-copy-pwned-{uuid.uuid4().hex}")
+    nasty = f"it's'; rm -rf ~ # $(touch {pwned}) `touch {pwned}`"
+    src = fake_hosts[0].home / nasty
+    src.mkdir(parents=True)
+    (src / "f.txt").write_text("literal\n")
+    (fake_hosts[1].home / "keep").write_text("still here")
+    spec = copy_spec(path=f"~/{nasty}", to=f"~/{nasty} copy")
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 0, lines_of(events)
+    assert (fake_hosts[1].home / f"{nasty} copy" / "f.txt").read_text() == "literal\n"
+    assert (fake_hosts[1].home / "keep").read_text() == "still here"
+    assert not pwned.exists()
+
+
+async def test_an_existing_destination_is_kept_unless_replace_is_set(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    (fake_hosts[0].home / "src").mkdir()
+    (fake_hosts[0].home / "src" / "new.txt").write_text("new\n")
+    (fake_hosts[1].home / "src").mkdir()
+    (fake_hosts[1].home / "src" / "old.txt").write_text("old\n")
+    events = await collect(run_copy("h1", dest, prepare(copy_spec(path="~/src")), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 3
+    assert any("already exists on the destination host" in line for line in lines_of(events))
+    assert (fake_hosts[1].home / "src" / "old.txt").exists()
+    spec = copy_spec(path="~/src", replace=True)
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 0, lines_of(events)
+    assert sorted(p.name for p in (fake_hosts[1].home / "src").iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in fake_hosts[1].home.iterdir()) == ["src"]
+
+
+async def test_the_check_skips_the_copy_and_a_missing_source_is_a_clear_failure(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    (fake_hosts[1].home / "done").write_text("")
+    spec = copy_spec(path="~/src", check='test -e "$HOME/done"')
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskSkipped)
+    events = await collect(run_copy("h1", dest, prepare(copy_spec(path="~/nope")), peer))  # type: ignore[arg-type]
+    end = events[-1]
+    assert isinstance(end, TaskFinished) and end.rc == 3
+    home = fake_hosts[0].home
+    assert f"gpudash: no directory {home}/nope on the source host" in lines_of(events)
+    assert [p.name for p in fake_hosts[1].home.iterdir()] == ["done"]
+
+
+async def test_an_unset_or_unknown_source_blocks_the_copy(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    builtin = load_tasks()["copy"]
+    events = await collect(run_copy("h1", dest, prepare(builtin), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskBlocked)
+    assert events[-1].reason == "set params.from (the source host) in [tasks.copy]"
+    spec = load_tasks({"copy": {"params": {"from": "h7"}}})["copy"]
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskBlocked) and "'h7' is not configured" in events[-1].reason
+
+
+# --- config -------------------------------------------------------------------------------------
+
+HOSTS = '[hosts.a]\naddress = "10.0.0.1"\n\n[hosts.b]\naddress = "10.0.0.2"\n\n'
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (
+            'params = { from = "c", path = "~/venvs/serve" }',
+            'c.toml:8: tasks.copy.params.from: unknown host "c" (hosts: a, b)',
+        ),
+        ('params = { from = "a", path = "" }', "c.toml:8: tasks.copy.params.path: expected a"),
+        (
+            'params = { from = "a", path = "venvs/x" }',
+            "c.toml:8: tasks.copy.params.path: expected an absolute path or one starting with ~/",
+        ),
+        (
+            'params = { from = "a", path = "~/x", to = "rel" }',
+            "c.toml:8: tasks.copy.params.to: expected an absolute path",
+        ),
+        ('params = { from = "a", pth = "~/x" }', "c.toml:8: tasks.copy.params.pth: unknown"),
+    ],
+)
+def test_copy_params_are_checked_at_load_with_the_key_named(table: str, problem: str):
+    with pytest.raises(ConfigError) as caught:
+        parse_config(HOSTS + "[tasks.copy]\n" + table + "\n", "c.toml")
+    assert problem in str(caught.value)
+
+
+def test_a_copy_from_a_configured_host_loads():
+    config = parse_config(HOSTS + '[tasks.copy]\nparams = { from = "a", path = "/srv/m" }\n', "c")
+    spec = config.tasks["copy"]
+    assert (spec.params["from"], spec.params["path"], spec.params["to"]) == ("a", "/srv/m", "")
