@@ -324,7 +324,7 @@ class NetRig(Faults):
             self._orphans += children
         host.proc.wait(5)
         host.proc = None
-        if self.mode == "loopback":
+        if host.relayed and self._relays:  # the relay must refuse too, not accept and hang up
             self._links.setdefault(host.name, {})["listening"] = False
             self._relay_update(host)
 
@@ -334,10 +334,10 @@ class NetRig(Faults):
         if host.proc is not None and host.proc.poll() is None:
             return
         self._spawn(host)
-        self._wait_ready([host])
-        if self.mode == "loopback":
+        if host.relayed and self._relays:
             self._links.setdefault(host.name, {})["listening"] = True
             self._relay_update(host)
+        self._wait_ready([host])
 
     def restart_sshd(self, host: RigHost | str | int, *, connections: bool = True) -> None:
         self.kill_sshd(host, connections=connections)

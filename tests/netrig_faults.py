@@ -154,10 +154,10 @@ class Faults:
     def _put_relay_in_front(self: Any, host: Any) -> None:
         """Namespace mode without netem: sshd leaves host:22 to a relay that forwards to it
         on the namespace's 127.0.0.1:22. Open connections are not touched."""
-        host.relayed = True
         self.kill_sshd(host, connections=False)
+        host.relayed = True
         self._spawn(host)
-        self._links.setdefault(host.name, {})
+        self._links[host.name] = {"listening": True}
         self._relay_update(host)
         self._wait_ready([host])
 

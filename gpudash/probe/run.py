@@ -38,11 +38,15 @@ def plan_for(host: HostConfig, sections: Sequence[Section] | None = None) -> Pro
     return make_plan(sections or all_sections(), env, host.section_timeout)
 
 
-def parse_section(section: Section, raw: RawSection, nonce: str, elapsed: float) -> SectionResult:
+def parse_section(
+    section: Section, raw: RawSection, nonce: str, elapsed: float, timeout: float | None = None
+) -> SectionResult:
+    """`timeout` is the one the host enforced (the section's own, capped by the host's
+    section_timeout), so a timed-out section names the limit that actually applied."""
     parts = split_parts(raw.text, nonce)
     error = None
     if raw.rc in TIMED_OUT:
-        error = f"timed out after {section.timeout:g}s"
+        error = f"timed out after {timeout or section.timeout:g}s"
     elif raw.rc is None:
         error = "cut off before it finished"
     elif raw.truncated:
@@ -83,20 +87,25 @@ async def probe_host(
                     continue  # not ours: a forged or repeated frame
                 seen.add(raw.name)
                 elapsed = time.monotonic() - probe_start
-                yield SectionDone(host.name, parse_section(section, raw, plan.nonce, elapsed))
+                limit = plan.timeout_for(section)
+                result = parse_section(section, raw, plan.nonce, elapsed, limit)
+                yield SectionDone(host.name, result)
     except TransportError as exc:
         failure = exc.reason
     except TimeoutError:
         failure = f"probe timed out after {host.probe_timeout:g}s"
     finally:
         await stream.aclose()
+    # One form for every failure: `host: reason` on the host (as connect failures read),
+    # the bare reason on each section that did not arrive.
+    failure = failure and failure.removeprefix(f"{host.name}: ")
     for name in plan.names:
         if name not in seen:
             why = failure or "the host printed no output for it"
             result = SectionResult(name, None, why, {}, time.monotonic() - probe_start, None)
             yield SectionDone(host.name, result)
     if failure:
-        yield HostStateChanged(host.name, HostState.FAILED, failure)
+        yield HostStateChanged(host.name, HostState.FAILED, f"{host.name}: {failure}")
     else:
         yield HostStateChanged(host.name, HostState.READY)
     yield ProbeFinished(host.name, time.monotonic() - start)
