@@ -86,9 +86,11 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     ui = _check_plain_table(data, "ui", UI_KEYS, report)
     keys = _check_plain_table(data, "keys", KEYS_KEYS, report)
 
+    from gpudash.config_keys import check_task_keys
     from gpudash.tasks.spec import check_tasks  # here: gpudash.tasks imports the schema
 
     tasks: dict[str, object] = dict(check_tasks(data.get("tasks", {}), report))
+    check_task_keys(tasks, data.get("tasks"), keys, report)
 
     raw_hosts = data.get("hosts")
     if raw_hosts is None or raw_hosts == {}:

@@ -287,6 +287,10 @@ KEY_IDS = (
     "fleet-sort",
     "fleet-open",
     "fleet-close",
+    "tasks",
+    "mark",
+    "task-cancel",
+    "tasks-close",
 )
 """Binding ids that `[keys]` may remap (`refresh-host = "f5"`); the app's key table uses the
 same ids, and a test keeps the two lists equal."""

@@ -69,14 +69,24 @@ class Fleet:
         wanted = set(names)
         return [h for h in self.config.hosts if h.name in wanted]
 
-    async def probe(self, names: Iterable[str] | None = None) -> AsyncIterator[Event]:
-        """Probe the named (default: all) hosts concurrently; events arrive as they happen."""
+    async def probe(
+        self, names: Iterable[str] | None = None, sections: Iterable[str] | None = None
+    ) -> AsyncIterator[Event]:
+        """Probe the named (default: all) hosts concurrently; events arrive as they happen.
+
+        `sections` limits the round to those probe sections (after a task: the ones it
+        changed); the others keep their last results."""
+        plan = None
+        if sections is not None:
+            from gpudash.probe.registry import section
+
+            plan = [section(name) for name in sections]
 
         async def one(host: HostConfig) -> AsyncIterator[Event]:
             start = time.monotonic()
             try:
                 async with self._slots:
-                    async for event in probe_host(host, self.transport(host)):
+                    async for event in probe_host(host, self.transport(host), plan):
                         yield event
             except Exception as exc:  # a bug here must cost one host, never the fleet
                 reason = f"internal error: {type(exc).__name__}: {exc}"

@@ -268,6 +268,8 @@ async def test_tab_moves_between_panels_and_enter_shows_one_full_screen() -> Non
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
         await pilot.press("tab")
+        assert app.focused is app.query_one("#panel-findings")
+        await pilot.press("tab")
         assert app.focused is app.query_one("#panel-gpus")
         await pilot.press("tab")
         assert app.focused is app.query_one("#panel-topology")
@@ -283,7 +285,7 @@ async def test_n_toggles_one_column_per_nic_in_the_topology_panel() -> None:
     app = create_app(replay_config("dgx-h200"))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
-        await pilot.press("tab", "tab")
+        await pilot.press("tab", "tab", "tab")
         assert "nearest NIC" in screen_text(app)
         await pilot.press("n")
         await pilot.pause()
@@ -308,12 +310,14 @@ async def test_question_mark_lists_every_key_with_what_it_does() -> None:
     from gpudash.ui.keys import ALL_KEYS
 
     app = create_app(replay_config("h200-1x"))
-    async with app.run_test(size=(100, 40)) as pilot:
+    async with app.run_test(size=(100, 60)) as pilot:
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = screen_text(app)
         for key in ALL_KEYS:
             assert key.tooltip in text
+        for spec in app.tasks.specs.values():  # each task's key, from the config
+            assert f"{spec.name}: {spec.title[:20]}" in text
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
 

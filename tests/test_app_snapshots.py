@@ -50,9 +50,9 @@ def test_host_view_of_an_8_gpu_nvlink_host(snap_compare) -> None:  # type: ignor
 
 
 def test_topology_panel_full_screen_of_the_nvlink_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    """tab tab enter: the NV18 matrix with nearest NICs, affinity, legend, NIC names."""
+    """tab tab tab enter: the NV18 matrix with nearest NICs, affinity, legend, NIC names."""
     assert snap_compare(
-        app_for(*FIVE), terminal_size=(100, 30), run_before=after("tab", "tab", "enter")
+        app_for(*FIVE), terminal_size=(100, 30), run_before=after("tab", "tab", "tab", "enter")
     )
 
 

@@ -238,6 +238,41 @@ async def run_task(
         log.close()
 
 
+async def follow_job(
+    host: str,
+    transport: Transport,
+    task: str,
+    *,
+    run: str | None = None,
+    cancel: asyncio.Event | None = None,
+    root: str | None = None,
+) -> AsyncIterator[TaskEvent]:
+    """A job found running on the host (gpudash restarted): its log from byte 0 to its end.
+
+    Unlike `run_task` nothing is launched, so a job that ends meanwhile is never re-run."""
+    cancel = cancel or asyncio.Event()
+    log = TaskLog(host, task)
+    started = time.monotonic()
+    yield TaskStarted(host, task, run, True, str(log.path), time.time())
+    try:
+        async for event in _follow(
+            host,
+            task,
+            transport,
+            run,
+            LineAssembler(Masker()),
+            log,
+            cancel,
+            root,
+            RECONNECT_FOR_S,
+            CANCEL_GRACE_S,
+            started,
+        ):
+            yield event
+    finally:
+        log.close()
+
+
 async def _follow(
     host: str,
     name: str,

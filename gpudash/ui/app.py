@@ -23,19 +23,21 @@ from textual.widgets import Footer, Input
 
 from gpudash.config import Config
 from gpudash.fleet import Fleet
-from gpudash.model import HostResult, apply
+from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
 from gpudash.ui import keys
 from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView
-from gpudash.ui.messages import ProbeEvent
+from gpudash.ui.messages import ProbeEvent, TaskEvent
 from gpudash.ui.panels.base import Panel
 
 QUIT_BUDGET_S = 0.8
 """How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
 
 DEFAULT_THEME = "textual-dark"
+
+_ROUND_START = (HostState.CONNECTING, HostState.PROBING)
 
 
 def _ui(config: Config, name: str, default: Any) -> Any:
@@ -74,6 +76,10 @@ class GpudashApp(App[int]):
         self.save_dir = Path(save_dir or _ui(config, "save_dir", "gpudash-saved"))
         self.probe_on_start = probe_on_start
         self._busy: set[str] = set()
+        self._partial: set[str] = set()  # hosts in a round of only some sections
+        self._reprobe_next: dict[str, tuple[str, ...] | None] = {}
+        self.marked: set[str] = set()
+        self._tasks: Any = None
         self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
         self._quitting = False
 
@@ -108,15 +114,16 @@ class GpudashApp(App[int]):
 
     # ---- probing -----------------------------------------------------------------------
 
-    def probe(self, names: Iterable[str]) -> list[str]:
-        """Start a probe round for each named host that is not probing already."""
+    def probe(self, names: Iterable[str], sections: tuple[str, ...] | None = None) -> list[str]:
+        """Start a probe round (of only `sections`, when given) for each named host that
+        is not probing already."""
         started = []
         for name in names:
             if name in self._busy or self._quitting:
                 continue
             self._busy.add(name)  # before the worker runs, so a second `r` is a no-op
             self.run_worker(
-                self._probe_loop(name),
+                self._probe_loop(name) if sections is None else self._probe_once(name, sections),
                 name=f"probe {name}",
                 group=f"probe:{name}",
                 description=f"Probing {name}",
@@ -134,15 +141,40 @@ class GpudashApp(App[int]):
                     self.post_message(ProbeEvent(event))
             finally:
                 self._busy.discard(name)
+                self.call_later(self._after_round, name)
             if self.refresh_s <= 0:
                 return
             await asyncio.sleep(self.refresh_s)
+
+    async def _probe_once(self, name: str, sections: tuple[str, ...]) -> None:
+        """Only `sections` (what a task changed); the host stays ready meanwhile."""
+        self._partial.add(name)
+        try:
+            async for event in self.fleet.probe([name], sections):
+                self.post_message(ProbeEvent(event))
+        finally:
+            self._busy.discard(name)
+            self.call_later(self._after_round, name)
+
+    def reprobe(self, host: str, sections: tuple[str, ...] | None) -> None:
+        """After a task: probe what it changed now, or right after the round in progress."""
+        if host in self._busy:
+            pending = self._reprobe_next.get(host, ())
+            merged = None if sections is None or pending is None else (*pending, *sections)
+            self._reprobe_next[host] = None if merged is None else tuple(dict.fromkeys(merged))
+            return
+        self.probe([host], sections)
 
     @on(ProbeEvent)
     def _probe_event(self, message: ProbeEvent) -> None:
         event = message.event
         if event.host not in self.results or self._quitting or not self.screen_stack:
             return
+        if event.host in self._partial:
+            if isinstance(event, HostStateChanged) and event.state in _ROUND_START:
+                return  # a partial round: the row keeps saying ready
+            if isinstance(event, ProbeFinished):
+                self._partial.discard(event.host)
         snapshot = apply(self.results[event.host], event)
         self.results[event.host] = snapshot
         self.host_list.update_host(snapshot)
@@ -151,6 +183,62 @@ class GpudashApp(App[int]):
         for screen in self.screen_stack:
             if isinstance(screen, FleetScreen):
                 screen.update_host(snapshot)
+
+    def _after_round(self, host: str) -> None:
+        if self._quitting or host in self._busy:
+            return
+        if host in self._reprobe_next:
+            self.probe([host], self._reprobe_next.pop(host))
+        elif self.results[host].state is HostState.READY:
+            self.tasks.find_jobs(host)
+
+    # ---- tasks -------------------------------------------------------------------------
+
+    @property
+    def tasks(self) -> Any:
+        """The runs and their workers (gpudash/ui/task_control.py), made on first use."""
+        if self._tasks is None:
+            from gpudash.ui.task_control import TaskControl
+
+            self._tasks = TaskControl(self)
+        return self._tasks
+
+    def task_targets(self) -> list[str]:
+        """Marked hosts in config order, else the selected host."""
+        if self.marked:
+            return [name for name in self.order if name in self.marked]
+        return [self.selected] if self.selected else []
+
+    def request_task(self, task: str, params: Any = None, hosts: list[str] | None = None) -> None:
+        self.tasks.request(task, hosts if hosts is not None else self.task_targets(), params)
+
+    def cancel_run(self, host: str, task: str) -> None:
+        self.tasks.cancel(host, task)
+
+    def action_tasks(self) -> None:
+        from gpudash.ui.tasks_screen import TasksScreen
+
+        if isinstance(self.screen, TasksScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(TasksScreen(self.tasks.specs, self.tasks.runs))
+
+    def action_mark(self) -> None:
+        if self.selected is None:
+            return
+        self.marked ^= {self.selected}
+        self.host_list.set_marked(self.marked)
+
+    @on(TaskEvent)
+    def _task_event(self, message: TaskEvent) -> None:
+        if self._quitting or not self.screen_stack:
+            return
+        run, lines, started = self.tasks.on_event(message.event)
+        from gpudash.ui.tasks_screen import TasksScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, TasksScreen):
+                screen.update_run(run, lines, started)
 
     # ---- selection and filter ----------------------------------------------------------
 
@@ -198,7 +286,7 @@ class GpudashApp(App[int]):
 
     # ---- actions -----------------------------------------------------------------------
 
-    MAIN_ONLY = frozenset({"filter", "expand", "save"})
+    MAIN_ONLY = frozenset({"filter", "expand", "save", "mark"})
     """Actions that act on the host view, so they are off while another screen is on top."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

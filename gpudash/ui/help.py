@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
@@ -19,16 +19,22 @@ SECTIONS = (
     ("Everywhere", keys.APP_KEYS),
     ("Topology panel", keys.TOPOLOGY_KEYS),
     ("Fleet view", keys.FLEET_KEYS),
+    ("Tasks screen", keys.TASKS_KEYS),
 )
 EXTRA = (
     ("ctrl+p", "Command palette: every action by name, and the theme"),
     ("↑ ↓ / mouse", "Select a host (sidebar) or scroll the focused panel"),
     ("escape", "Leave the filter, a full-screen panel, or this screen"),
     ("ctrl+c", "Quit (copies instead when text is selected)"),
+    ("fix keys", "In the Findings panel: a finding's fix key runs its fixing task here"),
 )
 
 
-def help_table(app_keymap: Mapping[str, str], display: callable) -> Table:  # type: ignore[valid-type]
+def help_table(
+    app_keymap: Mapping[str, str],
+    display: callable,  # type: ignore[valid-type]
+    tasks: Mapping[str, Any] | None = None,
+) -> Table:
     table = Table(box=None, padding=(0, 2, 0, 0), show_header=False, expand=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -38,6 +44,15 @@ def help_table(app_keymap: Mapping[str, str], display: callable) -> Table:  # ty
             key = app_keymap.get(k.id, k.key)
             shown = ", ".join(display(Binding(part.strip(), k.action)) for part in key.split(","))
             table.add_row(Text(shown, style="bold"), Text(k.tooltip))
+        table.add_row("", "")
+    if tasks:
+        table.add_row(
+            Text("Tasks", style="bold underline"),
+            Text("keys from the config, live in the tasks screen", style="dim"),
+        )
+        for name, spec in tasks.items():
+            if spec.key:
+                table.add_row(Text(spec.key, style="bold"), Text(f"{name}: {spec.title}"))
         table.add_row("", "")
     table.add_row(Text("Also", style="bold underline"), "")
     for key, words in EXTRA:
@@ -70,7 +85,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll() as box:
             box.border_title = "gpudash keys"
             box.border_subtitle = "escape to close"
-            yield Static(help_table(keymap, self.app.get_key_display))
+            specs = getattr(getattr(self.app, "tasks", None), "specs", None)
+            yield Static(help_table(keymap, self.app.get_key_display, specs))
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)

@@ -28,9 +28,16 @@ def _fit(text: Text, width: int) -> Text:
     return text
 
 
-def row(result: HostResult, width: int = 24) -> Text:
-    """Two lines, each cut to `width`: '● name' and 'state · 8× H100'."""
-    first = Text.assemble(glyph(result), " ", remote(result.name, style="bold"))
+MARK = "▸"
+"""Drawn before a marked host's name: task keys run on every marked host."""
+
+
+def row(result: HostResult, width: int = 24, marked: bool = False) -> Text:
+    """Two lines, each cut to `width`: '● name' and 'state · 8× H100' ('▸' when marked)."""
+    first = Text.assemble(glyph(result), " ")
+    if marked:
+        first.append(MARK + " ", style="bold reverse")
+    first.append(remote(result.name, style="bold"))
     badge = findings_text(
         result, compact=True
     )  # ' ✖1 ▲3': after the name, so the GPUs line keeps room
@@ -69,12 +76,13 @@ class HostList(OptionList):
         self._hosts = tuple(hosts)
         self._results = dict(results)
         self._needle = ""
+        self._marked: frozenset[str] = frozenset()
         self._row_width = 24
         super().__init__(*self._build_options(), **kw)  # type: ignore[arg-type]
 
     def _build_options(self) -> list[Option]:
         return [
-            Option(row(self._results[h.name], self._row_width), id=h.name)
+            Option(row(self._results[h.name], self._row_width, h.name in self._marked), id=h.name)
             for h in self._hosts
             if matches(h, self._needle)
         ]
@@ -84,7 +92,9 @@ class HostList(OptionList):
         if width != self._row_width:
             self._row_width = width
             for name in self.visible:
-                self.replace_option_prompt(name, row(self._results[name], width))
+                self.replace_option_prompt(
+                    name, row(self._results[name], width, name in self._marked)
+                )
 
     @property
     def visible(self) -> list[str]:
@@ -94,7 +104,19 @@ class HostList(OptionList):
         """Redraw one host's row in place."""
         self._results[result.name] = result
         if result.name in self.visible:
-            self.replace_option_prompt(result.name, row(result, self._row_width))
+            self.replace_option_prompt(
+                result.name, row(result, self._row_width, result.name in self._marked)
+            )
+
+    def set_marked(self, names: set[str]) -> None:
+        """Redraw the rows whose mark changed."""
+        changed = self._marked ^ frozenset(names)
+        self._marked = frozenset(names)
+        for name in self.visible:
+            if name in changed:
+                self.replace_option_prompt(
+                    name, row(self._results[name], self._row_width, name in self._marked)
+                )
 
     def set_filter(self, needle: str) -> None:
         if needle == self._needle:

@@ -7,6 +7,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from gpudash.model import HostResult
+from gpudash.ui.findings import FindingsPanel
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.panels.env import EnvPanel
 from gpudash.ui.panels.gpus import GpusPanel
@@ -21,7 +22,15 @@ class PanelStack(VerticalScroll, can_focus=False):
     """The panels, scrolled together; not itself a tab stop (its panels are)."""
 
 
-PANELS = (GpusPanel, TopologyPanel, ToolkitPanel, EnvPanel, ModelsPanel, NetworkPanel)
+PANELS = (
+    FindingsPanel,
+    GpusPanel,
+    TopologyPanel,
+    ToolkitPanel,
+    EnvPanel,
+    ModelsPanel,
+    NetworkPanel,
+)
 
 
 class HostView(Vertical):

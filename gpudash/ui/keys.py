@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
+from gpudash.config_keys import TASK_SCREEN_KEYS, key_name
+
 
 @dataclass(frozen=True)
 class Key:
@@ -40,6 +42,14 @@ APP_KEYS: tuple[Key, ...] = (
     ),
     Key("expand", "enter", "expand", "Expand", "Show the focused panel full screen"),
     Key("save", "s", "save", "Save", "Save the selected host's raw outputs (probe --save)"),
+    Key(
+        "tasks",
+        "b",
+        "tasks",
+        "Tasks",
+        "Tasks: run one on the selected or marked hosts, see its log",
+    ),
+    Key("mark", "space", "mark", "Mark", "Mark or unmark the selected host for tasks"),
     Key("help", "question_mark", "help", "Help", "Every key, what it does"),
     Key("quit", "q", "quit", "Quit", "Quit gpudash (stops every probe)", priority=False),
 )
@@ -61,7 +71,25 @@ FLEET_KEYS: tuple[Key, ...] = (
     Key("fleet-close", "escape,f", "close", "Back", "Back to the host view"),
 )
 
-ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FLEET_KEYS
+TASKS_KEYS: tuple[Key, ...] = (
+    Key(
+        "task-cancel",
+        TASK_SCREEN_KEYS["task-cancel"][0],
+        "cancel",
+        TASK_SCREEN_KEYS["task-cancel"][1],
+        "Stop the selected run on its host (TERM, then KILL)",
+    ),
+    Key(
+        "tasks-close",
+        TASK_SCREEN_KEYS["tasks-close"][0],
+        "close",
+        TASK_SCREEN_KEYS["tasks-close"][1],
+        "Back to the host view (tasks keep running)",
+    ),
+)
+"""The tasks screen's own keys; each task's key (from its config) is bound there too."""
+
+ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FLEET_KEYS + TASKS_KEYS
 KEY_IDS = frozenset(k.id for k in ALL_KEYS)
 
 
@@ -78,6 +106,11 @@ def bindings(keys: tuple[Key, ...]) -> list[Binding]:
         )
         for k in keys
     ]
+
+
+def task_binding(name: str, key: str, title: str, action: str) -> Binding:
+    """A task's key as a binding: id `task:NAME`, the task's name in the footer."""
+    return Binding(key_name(key), action, name, tooltip=title, id=f"task:{name}")
 
 
 def keymap(remap: Mapping[str, str]) -> dict[str, str]:

@@ -13,3 +13,11 @@ class ProbeEvent(Message):
     def __init__(self, event: Event) -> None:
         super().__init__()
         self.event = event
+
+
+class TaskEvent(Message):
+    """The core reported something about a task run (queued, a log chunk, its end...)."""
+
+    def __init__(self, event: object) -> None:
+        super().__init__()
+        self.event = event

@@ -1,0 +1,187 @@
+"""The app's side of tasks: confirm, launch, follow, cancel, and re-probe what a task changed.
+
+Every run is an async worker owned by the App (group `task:HOST`), so closing the tasks
+screen stops nothing. A worker iterates the core's stream (`run_on_host`, or `follow_job`
+for a job found running after a restart) and posts each event as a `TaskEvent`; the app's
+handler calls `TaskControl.on_event`, which folds it into `runs` and redraws. Quitting
+cancels the workers, which closes the channels; the jobs go on, detached, on the hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from gpudash.tasks import runner as r
+from gpudash.tasks.prepare import Facts
+from gpudash.tasks.spec import TaskSpec, load_tasks, order
+from gpudash.ui.confirm import ConfirmTask, plan_text
+from gpudash.ui.messages import TaskEvent
+from gpudash.ui.render import remote
+from gpudash.ui.task_runs import Run, fold
+
+if TYPE_CHECKING:
+    from gpudash.ui.app import GpudashApp
+
+
+class TaskControl:
+    def __init__(self, app: GpudashApp) -> None:
+        self.app = app
+        self.specs: Mapping[str, TaskSpec] = app.config.tasks or load_tasks()
+        self.runs: dict[tuple[str, str], Run] = {}
+        self._cancels: dict[tuple[str, str], asyncio.Event] = {}
+        self._looked: set[str] = set()
+
+    # ---- launching -------------------------------------------------------------------------
+
+    def request(self, task: str, hosts: list[str], params: Mapping[str, str] | None = None) -> None:
+        """Show what `task` (and what it needs) would run on `hosts`; run it on yes."""
+        if task not in self.specs:
+            self.app.notify(f"no task {task!r}", severity="error")
+            return
+        specs = self._with_params(task, params)
+        chain = order(specs, [task])
+        busy = [h for h in hosts if any(self._active(h, t) for t in chain)]
+        hosts = [h for h in hosts if h not in busy]
+        for host in busy:
+            self.app.notify(f"{host}: {task} (or what it needs) is running already", timeout=3)
+        if not hosts:
+            return
+        what = Text.assemble(
+            ("Run ", ""),
+            (" -> ".join(chain), "bold"),
+            (" on ", ""),
+            remote(", ".join(hosts), style="bold"),
+            ("\nA task whose check says it is done already is skipped. ", "dim"),
+            ("It runs detached: quitting gpudash leaves it running.", "dim"),
+        )
+        script = plan_text(specs, chain, [(h, self._facts(h)) for h in hosts])
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.launch(task, hosts, specs)
+
+        self.app.push_screen(ConfirmTask(what, script), answered)
+
+    def _with_params(self, task: str, params: Mapping[str, str] | None) -> Mapping[str, TaskSpec]:
+        """The specs, with a fix's parameters (e.g. the model's repo) over the task's own."""
+        if not params:
+            return self.specs
+        spec = self.specs[task]
+        known = {k: v for k, v in params.items() if k in spec.params}
+        return {**self.specs, task: dataclasses.replace(spec, params={**spec.params, **known})}
+
+    def _facts(self, host: str) -> Facts | None:
+        result = self.app.results.get(host)
+        facts = Facts.from_result(result)
+        return facts if facts.known else None
+
+    def _active(self, host: str, task: str) -> bool:
+        run = self.runs.get((host, task))
+        return run is not None and run.active
+
+    def launch(self, task: str, hosts: list[str], specs: Mapping[str, TaskSpec]) -> None:
+        """Run `task` and its needs on each host, each host in its own worker."""
+        for config in self.app.fleet.hosts(hosts):
+            cancel = asyncio.Event()
+            for name in order(specs, [task]):
+                self._cancels[(config.name, name)] = cancel
+            self.app.run_worker(
+                self._run(config, specs, task, cancel),
+                name=f"task {task} on {config.name}",
+                group=f"task:{config.name}",
+                description=f"Running {task} on {config.name}",
+                exit_on_error=False,
+            )
+
+    async def _run(
+        self, host: Any, specs: Mapping[str, TaskSpec], task: str, cancel: asyncio.Event
+    ) -> None:
+        try:
+            transport = self.app.fleet.transport(host)
+            async for event in r.run_on_host(
+                host, transport, specs, [task], cancel=cancel, facts=self._facts(host.name)
+            ):
+                self.app.post_message(TaskEvent(event))
+        except Exception as exc:  # a bug costs this run, never the app
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            self.app.post_message(TaskEvent(r.TaskLost(host.name, task, reason)))
+
+    def cancel(self, host: str, task: str) -> None:
+        """Stop the run (the core kills its process group on the host) and what was queued
+        behind it in the same launch."""
+        event = self._cancels.get((host, task))
+        run = self.runs.get((host, task))
+        if event is None or run is None or not run.active:
+            return
+        run.cancelling = True
+        event.set()
+
+    # ---- after a restart ---------------------------------------------------------------------
+
+    def find_jobs(self, host: str) -> None:
+        """Once per host, after its first probe: follow the jobs still running there."""
+        if host in self._looked:
+            return
+        self._looked.add(host)
+        config = self.app.config.host(host)
+        if config is None or config.transport == "replay":
+            return
+        self.app.run_worker(
+            self._find(config),
+            name=f"jobs on {host}",
+            group=f"jobs:{host}",
+            description=f"Looking for running tasks on {host}",
+            exit_on_error=False,
+        )
+
+    async def _find(self, host: Any) -> None:
+        from gpudash.tasks import jobs
+        from gpudash.transport.base import TransportError
+
+        transport = self.app.fleet.transport(host)
+        try:
+            found = await jobs.list_jobs(transport)
+        except (TransportError, OSError):
+            return
+        for job in found:
+            if job.state != "running" or self._active(host.name, job.task):
+                continue
+            cancel = asyncio.Event()
+            self._cancels[(host.name, job.task)] = cancel
+            self.app.run_worker(
+                self._follow(host.name, transport, job.task, job.run, cancel),
+                name=f"follow {job.task} on {host.name}",
+                group=f"task:{host.name}",
+                exit_on_error=False,
+            )
+
+    async def _follow(
+        self, host: str, transport: Any, task: str, run: str | None, cancel: asyncio.Event
+    ) -> None:
+        self.app.post_message(TaskEvent(r.TaskQueued(host, task)))
+        try:
+            async for event in r.follow_job(host, transport, task, run=run, cancel=cancel):
+                self.app.post_message(TaskEvent(event))
+        except Exception as exc:
+            reason = f"internal error: {type(exc).__name__}: {exc}"
+            self.app.post_message(TaskEvent(r.TaskLost(host, task, reason)))
+
+    # ---- events ---------------------------------------------------------------------------------
+
+    def on_event(self, event: Any) -> tuple[Run, tuple[str, ...], bool]:
+        """Fold one event; the run, the lines it added, and whether it just started."""
+        key = (event.host, event.task)
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = Run(event.host, event.task)
+        fold(run, event)
+        lines = event.lines if isinstance(event, r.TaskOutput) else ()
+        if isinstance(event, (r.TaskFinished, r.TaskCancelled)):
+            affects = getattr(event, "affects", ()) or None
+            self.app.reprobe(event.host, affects)
+        return run, lines, isinstance(event, r.TaskStarted)

@@ -1,0 +1,237 @@
+"""Tasks and findings in the app, driven by Pilot against the real core over the real test
+sshd (tests/sshd.py): a task key, the confirmation, the live log, ok / failed rc=N, cancel
+(checked with `ps` on the host), marked hosts, re-probe after a task, and re-attaching to a
+job after a restart. Findings come from replayed captures. Waits are on conditions only."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+from sshd import FakeHost, Sshd
+from test_app import SIZE, replay_config, screen_text, settled, until
+from textual.widgets import DataTable
+
+from gpudash.config import Config
+from gpudash.tasks.spec import load_tasks
+from gpudash.ui import create_app
+from gpudash.ui.app import GpudashApp
+from gpudash.ui.confirm import ConfirmTask
+from gpudash.ui.findings import FindingsPanel
+from gpudash.ui.log_pane import LogPane
+from gpudash.ui.tasks_screen import TasksScreen
+
+NET = ("http://127.0.0.1:9/",)
+
+PROGRESS = (
+    'echo "fetching"\n'
+    "i=0; while [ $i -le 10 ]; do printf '\\r%3d%%' $((i * 10)); i=$((i + 1)); done\n"
+    'printf "\\n"\necho "\\033[31mred\\033[0m [bold]not markup[/bold]"\necho done\n'
+)
+
+
+def task_table(marker: str) -> dict[str, dict[str, object]]:
+    return {
+        "hello": {"title": "say hello", "kind": "script", "key": "1", "run": PROGRESS},
+        "boom": {"title": "fail", "kind": "script", "key": "2", "run": "echo bad\nexit 3\n"},
+        "sleepy": {
+            "title": "sleep long",
+            "kind": "script",
+            "key": "3",
+            "run": f"echo started\nexec sleep {marker}\n",
+        },
+        "mkvenv": {
+            "title": "make a venv-shaped dir",
+            "kind": "script",
+            "key": "4",
+            "run": (
+                "mkdir -p ~/venvs/made/bin\n"
+                'ln -sf "$(command -v python3)" ~/venvs/made/bin/python\n'
+                'printf "home = /usr/bin\\nversion = 3\\n" > ~/venvs/made/pyvenv.cfg\n'
+                "echo made\n"
+            ),
+        },
+    }
+
+
+def ssh_config(sshd: Sshd, hosts: list[FakeHost], marker: str = "4242.5") -> Config:
+    configs = tuple(sshd.host_config(h, network_targets=NET) for h in hosts)
+    return Config(None, configs, tasks=load_tasks(task_table(marker)))
+
+
+def run_of(app: GpudashApp, host: str, task: str):  # type: ignore[no-untyped-def]
+    return app.tasks.runs.get((host, task))
+
+
+def state_is(app: GpudashApp, host: str, task: str, *states: str):  # type: ignore[no-untyped-def]
+    def check() -> bool:
+        """the run reached the state"""
+        run = run_of(app, host, task)
+        return run is not None and run.state in states
+
+    return check
+
+
+def sleeping(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if f"sleep {marker}" in line]
+
+
+async def open_tasks_and_run(pilot, key: str) -> None:  # type: ignore[no-untyped-def]
+    app = pilot.app
+    await until(pilot, settled(app))
+    await pilot.press("b")
+    await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+    await pilot.press("y")
+    await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+
+
+async def test_a_task_key_asks_first_then_streams_its_log_and_ends_ok(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    app = create_app(ssh_config(sshd, [fake_host]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        assert "1 hello" in screen_text(app) and "task keys run on h0" in screen_text(app)
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+        shown = screen_text(app)
+        assert "h0: hello" in shown and 'echo "fetching"' in shown
+        await pilot.press("n")  # no: nothing runs
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        assert run_of(app, "h0", "hello") is None
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+        await pilot.press("y")
+        await until(pilot, state_is(app, "h0", "hello", "ok"), timeout=20)
+        pane = app.screen.query_one(LogPane)
+        await until(pilot, lambda: "done" in pane.text_lines)
+        # The \r redraws collapsed to their last state; escapes stripped; markup literal.
+        assert pane.text_lines == ["fetching", "100%", "red [bold]not markup[/bold]", "done"]
+        assert "ok" in screen_text(app) and "[bold]not markup[/bold]" in screen_text(app)
+
+
+async def test_a_failing_task_shows_its_exit_code_and_keeps_its_log(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    app = create_app(ssh_config(sshd, [fake_host]))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "2")
+        await until(pilot, state_is(app, "h0", "boom", "failed"), timeout=20)
+        assert run_of(app, "h0", "boom").rc == 3
+        await until(pilot, lambda: "failed rc=3" in screen_text(app))
+        assert app.screen.query_one(LogPane).text_lines == ["bad"]
+        log = Path(run_of(app, "h0", "boom").log_path)
+        assert log.read_text().startswith("bad\n")
+
+
+async def test_cancel_stops_the_selected_task_and_nothing_is_left_on_the_host(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    marker = f"{uuid.uuid4().int % 100000}.25"
+    app = create_app(ssh_config(sshd, [fake_host], marker))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "3")
+        await until(pilot, lambda: "started" in app.screen.query_one(LogPane).text_lines, 20)
+        assert sleeping(marker), "the task should be running on the host"
+        await until(pilot, lambda: "running" in screen_text(app))
+        await pilot.press("x")
+        await until(pilot, state_is(app, "h0", "sleepy", "cancelled"), timeout=30)
+        assert "cancelled" in screen_text(app)
+        assert sleeping(marker) == []
+
+
+async def test_a_task_runs_on_every_marked_host(sshd: Sshd, fake_hosts: list[FakeHost]) -> None:
+    app = create_app(ssh_config(sshd, fake_hosts[:3]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("space", "down", "down", "space")
+        await until(pilot, lambda: app.marked == {"h0", "h2"})
+        assert "▸ h0" in screen_text(app) and "▸ h2" in screen_text(app)
+        await open_tasks_and_run(pilot, "2")
+        await until(pilot, state_is(app, "h0", "boom", "failed"), timeout=20)
+        await until(pilot, state_is(app, "h2", "boom", "failed"), timeout=20)
+        assert run_of(app, "h1", "boom") is None
+        assert app.screen.query_one("#runs", DataTable).row_count == 2
+
+
+async def test_when_a_task_ends_the_host_is_probed_again_and_the_panels_show_it(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    app = create_app(ssh_config(sshd, [fake_host]))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        venvs = app.results["h0"].data("env").venvs
+        assert not any("made" in v.path for v in venvs)
+        await open_tasks_and_run(pilot, "4")
+        await until(pilot, state_is(app, "h0", "mkvenv", "ok"), timeout=20)
+
+        def probed_again() -> bool:
+            """the env section shows the venv the task made"""
+            env = app.results["h0"].data("env")
+            return any("made" in v.path for v in env.venvs)
+
+        await until(pilot, probed_again, timeout=20)
+        await pilot.press("escape")
+        await until(pilot, lambda: "venvs/made" in screen_text(app) or probed_again())
+
+
+async def test_after_a_restart_the_app_finds_the_running_job_and_follows_it(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    marker = f"{uuid.uuid4().int % 100000}.75"
+    config = ssh_config(sshd, [fake_host], marker)
+    first = create_app(config)
+    async with first.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "3")
+        await until(pilot, state_is(first, "h0", "sleepy", "running"), timeout=20)
+    assert sleeping(marker), "quitting the app must leave the job running on the host"
+    second = create_app(config)
+    async with second.run_test(size=SIZE) as pilot:
+        await until(pilot, state_is(second, "h0", "sleepy", "running"), timeout=20)
+        assert run_of(second, "h0", "sleepy").attached
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(second.screen, TasksScreen))
+        await until(pilot, lambda: "started" in second.screen.query_one(LogPane).text_lines)
+        await pilot.press("x")
+        await until(pilot, state_is(second, "h0", "sleepy", "cancelled"), timeout=30)
+    assert sleeping(marker) == []
+
+
+# ---- findings ------------------------------------------------------------------------------
+
+
+async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> None:
+    app = create_app(replay_config("pcie-a40"))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: bool(app.results["pcie-a40"].findings))
+        panel = app.query_one(FindingsPanel)
+        await until(pilot, lambda: panel.query_one(".panel-body").display)
+        text = str(panel.query_one(".panel-body").render())
+        first = text.splitlines()[0]
+        assert first.startswith("✖ fail") and "gpus.err" in first
+        assert text.index("✖ fail") < text.index("▲ warn")
+        assert "why" in text and "fix" in text and "GPU 4 in ERR!" in text
+        assert "press  u  to run task uv" in text
+
+
+async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_task() -> None:
+    app = create_app(replay_config("h200-1x", "pcie-a40"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: all(r.findings for r in app.results.values()))
+        await pilot.press("tab")
+        await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
+        assert "Fix: uv" in screen_text(app)
+        await pilot.press("u")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+        text = screen_text(app)
+        assert "Run uv on h200-1x" in text and "h200-1x: uv" in text
+        assert "pcie-a40" not in text.split("Run this?")[1]
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmTask))
+        assert not app.tasks.runs
