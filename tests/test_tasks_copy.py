@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -20,7 +22,7 @@ import pytest
 from sshd import FakeHost, Sshd
 
 from gpudash.config import ConfigError, parse_config
-from gpudash.tasks.copy import run_copy
+from gpudash.tasks.copy_task import run_copy
 from gpudash.tasks.prepare import prepare
 from gpudash.tasks.runner import (
     TaskBlocked,
@@ -391,3 +393,67 @@ def test_a_copy_from_a_configured_host_loads():
     config = parse_config(HOSTS + '[tasks.copy]\nparams = { from = "a", path = "/srv/m" }\n', "c")
     spec = config.tasks["copy"]
     assert (spec.params["from"], spec.params["path"], spec.params["to"]) == ("a", "/srv/m", "")
+
+
+# --- gpudash run copy ---------------------------------------------------------------------------
+
+
+def write_config(sshd: Sshd, hosts: list[FakeHost], path: Path, tasks: str) -> str:
+    text = ""
+    for host in hosts:
+        text += (
+            f'[hosts.{host.name}]\naddress = "127.0.0.1"\nport = {host.port}\n'
+            f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
+            f'known_hosts = "{sshd.known_hosts}"\n\n'
+        )
+    path.write_text(text + tasks)
+    return str(path)
+
+
+COPY_TASKS = '[tasks.copy]\nparams = { from = "h0", path = "~/src" }\n'
+
+
+def test_run_copy_streams_progress_and_the_verification(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from gpudash.cli import main
+
+    make_tree(fake_hosts[0].home / "src")
+    config = write_config(sshd, fake_hosts[:2], tmp_path / "c.toml", COPY_TASKS)
+    assert main(["run", "copy", "h1", "--yes", "--config", config]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "h1 | copying 4 files (6.0 MiB as tar) from h0:~/src to h1:~/src" in out
+    assert "h1 | verified: 4 files (6.0 MiB), 1 links, every sha256 matches" in out
+    assert any(line.startswith("h1 | == copy: ok (") for line in out)
+    assert tree_of(fake_hosts[1].home / "src") == tree_of(fake_hosts[0].home / "src")
+
+
+def test_ctrl_c_in_gpudash_run_stops_both_ends(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path
+):
+    make_tree(fake_hosts[0].home / "src")
+    fake_hosts[1].write_tool("tar", SLOW_TAR)
+    config = write_config(sshd, fake_hosts[:2], tmp_path / "c.toml", COPY_TASKS)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpudash", "run", "copy", "h1", "--yes", "--config", config],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("h1 | copying "):
+            break
+    running = copy_leftovers()
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (lines, rest, err)
+    assert "h1 | == copy: cancelled" in rest.splitlines()
+    assert running, "the copy was not running when interrupted"
+    deadline = time.monotonic() + 10
+    while copy_leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert copy_leftovers() == []
+    assert list(fake_hosts[1].home.iterdir()) == []

@@ -472,7 +472,7 @@ async def run_on_host(
             done[task] = False
             continue
         if spec.kind == "copy":
-            from gpudash.tasks.copy import run_copy
+            from gpudash.tasks.copy_task import run_copy
 
             stream = run_copy(name, transport, prepared, peer, cancel=cancel)
         else:
