@@ -6,6 +6,8 @@ share; importing this package does not load Textual until one of the two is call
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,6 +25,22 @@ def create_app(config: Config, **kw: Any) -> App[int]:
 
 def run_app(config: Config) -> int:
     """Run the app in this terminal until the user quits; the process exit status."""
-    app = create_app(config)
-    rc = app.run()
+    return asyncio.run(_run(config))
+
+
+async def _run(config: Config) -> int:
+    """Begin every host's first probe round, then import Textual and build the screen while
+    the hosts answer: the panels fill as soon as the headless probe would have."""
+    from gpudash.fleet import Fleet
+    from gpudash.headstart import HeadStart
+
+    fleet = Fleet(config)
+    head_start = HeadStart(fleet, [h.name for h in config.hosts])
+    try:
+        await asyncio.to_thread(importlib.import_module, "gpudash.ui.app")
+        app = create_app(config, fleet=fleet, head_start=head_start)
+        rc = await app.run_async()
+    finally:
+        await head_start.close()
+        await fleet.close()
     return 0 if rc is None else int(rc)

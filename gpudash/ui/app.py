@@ -23,6 +23,7 @@ from textual.widgets import Footer, Input
 
 from gpudash.config import Config
 from gpudash.fleet import Fleet
+from gpudash.headstart import HeadStart
 from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
 from gpudash.ui import keys
 from gpudash.ui.fleet import FleetScreen
@@ -64,11 +65,17 @@ class GpudashApp(App[int]):
         refresh_s: float | None = None,
         save_dir: str | Path | None = None,
         probe_on_start: bool = True,
+        fleet: Fleet | None = None,
+        head_start: HeadStart | None = None,
         **kw: Any,
     ) -> None:
+        """`fleet` and `head_start` come from `run_app`, which begins the first rounds
+        before this module is even imported; the first worker of each host takes its round
+        over instead of starting another."""
         super().__init__(**kw)
         self.config = config
-        self.fleet = Fleet(config)
+        self.fleet = fleet or Fleet(config)
+        self._head_start = head_start
         self.results: dict[str, HostResult] = {h.name: HostResult(h.name) for h in config.hosts}
         self.order = [h.name for h in config.hosts]
         self.selected: str | None = self.order[0] if self.order else None
@@ -136,8 +143,9 @@ class GpudashApp(App[int]):
     async def _probe_loop(self, name: str) -> None:
         while True:
             self._busy.add(name)
+            begun = self._head_start.take(name) if self._head_start else None
             try:
-                async for event in self.fleet.probe([name]):
+                async for event in begun or self.fleet.probe([name]):
                     self.post_message(ProbeEvent(event))
             finally:
                 self._busy.discard(name)
@@ -369,6 +377,9 @@ class GpudashApp(App[int]):
             await asyncio.wait_for(
                 self.workers.wait_for_complete(workers), max(0.05, deadline - loop.time())
             )
+        if self._head_start is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._head_start.close(), max(0.05, deadline - loop.time()))
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.fleet.close(), max(0.05, deadline - loop.time()))
         self.exit(0)

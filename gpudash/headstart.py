@@ -1,0 +1,68 @@
+"""Probe rounds begun before the dashboard exists, handed to it once it does.
+
+Opening the app costs a few hundred milliseconds (importing Textual, building the screen)
+that the hosts do not need to wait for: `HeadStart` starts every host's first round at once,
+buffers its events, and the app's per-host worker takes the stream over when it starts. The
+events are the same the app would have asked for; only the wait for the screen is overlapped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+
+from gpudash.fleet import Fleet
+from gpudash.model import Event
+
+_END = object()
+
+
+class HeadStart:
+    def __init__(self, fleet: Fleet, names: Iterable[str]) -> None:
+        self._queues: dict[str, asyncio.Queue[object]] = {}
+        self._pumps: dict[str, asyncio.Task[None]] = {}
+        for name in names:
+            queue: asyncio.Queue[object] = asyncio.Queue()
+            self._queues[name] = queue
+            self._pumps[name] = asyncio.ensure_future(self._pump(fleet, name, queue))
+
+    @staticmethod
+    async def _pump(fleet: Fleet, name: str, queue: asyncio.Queue[object]) -> None:
+        try:
+            async for event in fleet.probe([name]):
+                queue.put_nowait(event)
+        finally:
+            queue.put_nowait(_END)
+
+    def take(self, name: str) -> AsyncIterator[Event] | None:
+        """The host's first round, events so far included; None once taken (or never begun).
+
+        Leaving the stream early (the app quits, the worker is cancelled) stops the round,
+        which stops its remote processes, as leaving `Fleet.probe` does."""
+        queue = self._queues.pop(name, None)
+        if queue is None:
+            return None
+        return self._drain(name, queue)
+
+    async def _drain(self, name: str, queue: asyncio.Queue[object]) -> AsyncIterator[Event]:
+        pump = self._pumps.pop(name)
+        try:
+            while (item := await queue.get()) is not _END:
+                yield item  # type: ignore[misc]
+        finally:
+            await _stop(pump)
+
+    async def close(self) -> None:
+        """Stop the rounds nobody took (the app quit before their workers started)."""
+        self._queues.clear()
+        pumps, self._pumps = list(self._pumps.values()), {}
+        for pump in pumps:
+            await _stop(pump)
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task

@@ -1,0 +1,106 @@
+"""The first probe round begins before the app exists (`gpudash.headstart`), over the real
+test sshd: the app takes the round over instead of probing twice, loses none of the events
+that arrived before it was built, and quitting early stops the round on the host."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+from sshd import FakeHost, Sshd
+from test_app import SIZE, settled, until
+
+from gpudash.config import Config
+from gpudash.fleet import Fleet
+from gpudash.headstart import HeadStart
+from gpudash.model import HostState
+from gpudash.ui import create_app
+
+NET = ("http://127.0.0.1:9/",)
+
+
+def counting_smi(host: FakeHost, sleep: str | None = None) -> Path:
+    """An `nvidia-smi` on the host that notes each call (and can hang like a wedged driver)."""
+    calls = host.home / "smi-calls"
+    hang = f"exec sleep {sleep}\n" if sleep else ""
+    host.write_tool("nvidia-smi", f'#!/bin/sh\necho call >> "{calls}"\n{hang}exit 9\n')
+    return calls
+
+
+def calls(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def one_round_calls(sshd: Sshd, host: FakeHost, path: Path) -> int:
+    fleet = Fleet(Config(None, (sshd.host_config(host, network_targets=NET),)))
+    try:
+        async for _ in fleet.probe():
+            pass
+    finally:
+        await fleet.close()
+    n = calls(path)
+    path.unlink(missing_ok=True)
+    return n
+
+
+async def test_the_app_takes_over_the_round_begun_before_it_so_the_host_is_probed_once(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    path = counting_smi(fake_host)
+    per_round = await one_round_calls(sshd, fake_host, path)
+    assert per_round > 0
+    config = Config(None, (sshd.host_config(fake_host, network_targets=NET),))
+    fleet = Fleet(config)
+    head_start = HeadStart(fleet, [fake_host.name])
+    app = create_app(config, fleet=fleet, head_start=head_start)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        result = app.results[fake_host.name]
+        assert result.state is HostState.READY
+        assert len(result.sections) == 7
+    assert calls(path) == per_round
+
+
+async def test_events_that_arrived_before_the_app_existed_all_reach_its_panels(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    config = Config(None, (sshd.host_config(fake_host, network_targets=NET),))
+    fleet = Fleet(config)
+    head_start = HeadStart(fleet, [fake_host.name])
+    deadline = time.monotonic() + 30
+    while fake_host.name not in fleet.results or fleet.results[fake_host.name].elapsed_s is None:
+        assert time.monotonic() < deadline, "the early round never finished"
+        await asyncio.sleep(0.02)
+    app = create_app(config, fleet=fleet, head_start=head_start)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        shown = app.results[fake_host.name]
+        assert shown.state is HostState.READY
+        assert set(shown.sections) == set(fleet.results[fake_host.name].sections)
+
+
+async def test_quitting_before_the_app_took_the_round_stops_it_on_the_host(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    marker = "4343.25"
+    path = counting_smi(fake_host, sleep=marker)
+    fleet = Fleet(Config(None, (sshd.host_config(fake_host, network_targets=NET),)))
+    head_start = HeadStart(fleet, [fake_host.name])
+    deadline = time.monotonic() + 30
+    while calls(path) == 0:
+        assert time.monotonic() < deadline, "the probe never reached nvidia-smi"
+        await asyncio.sleep(0.02)
+    assert sleeping(marker)
+    await head_start.close()
+    await fleet.close()
+    deadline = time.monotonic() + 10
+    while sleeping(marker):
+        assert time.monotonic() < deadline, f"left running on the host: {sleeping(marker)}"
+        await asyncio.sleep(0.05)
+
+
+def sleeping(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if f"sleep {marker}" in line]
