@@ -35,6 +35,8 @@ class FrameReader:
         self._fatal = re.compile(rf"^{mark}:fatal:(\w+)$")
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
+        self._overlong = False
+        self._full = False
         self._current: str | None = None
         self._lines: list[str] = []
         self._size = 0
@@ -55,13 +57,22 @@ class FrameReader:
     def _lines_in(self, text: str) -> list[RawSection]:
         done: list[RawSection] = []
         text = self._pending + text
-        *lines, self._pending = text.split("\n")
-        if len(self._pending) > MAX_LINE_CHARS:  # an endless line: keep its head, drop the rest
-            lines.append(self._pending[:MAX_LINE_CHARS])
-            self._pending = ""
+        if self._full and "@@gpudash:" not in text and "\n" in text:
+            # a flood past the cap: drop its lines unsplit (a marker's start stays pending)
+            text, self._overlong = text[text.rfind("\n") + 1 :], False
+        *lines, pending = text.split("\n")
+        if self._overlong:  # inside a line already cut: its rest is dropped up to its newline
+            if lines:
+                lines, self._overlong = lines[1:], False
+            else:
+                pending = ""
         for line in lines:
             if section := self._line(line.removesuffix("\r") if self._is_marker(line) else line):
                 done.append(section)
+        if len(pending) > MAX_LINE_CHARS:  # an endless line: keep its head, drop the rest
+            self._line(pending)
+            pending, self._overlong = "", True
+        self._pending = pending
         return done
 
     @staticmethod
@@ -69,24 +80,33 @@ class FrameReader:
         return line.startswith("@@gpudash:")
 
     def _line(self, line: str) -> RawSection | None:
+        if not line.startswith("@@gpudash:"):  # the common case, and a flood's: no regex
+            self._content(line)
+            return None
         if m := self._begin.match(line):
             cut_off = self._emit(None) if self._current is not None else None
             self._current, self._lines, self._size, self._truncated = m.group(1), [], 0, False
+            self._full = False
             return cut_off
         if (m := self._end.match(line)) and m.group(1) == self._current:
             return self._emit(int(m.group(2)))
         if m := self._fatal.match(line):
             self.fatal = m.group(1)
             return None
+        self._content(line)  # a marker of another nonce is text like any other
+        return None
+
+    def _content(self, line: str) -> None:
+        """Keep the line within the caps; anything cut marks the section truncated."""
         if self._current is None:
             self.stray += 1
-            return None
-        if self._size + len(line) > MAX_SECTION_CHARS:
-            self._truncated = True
-            return None
-        self._lines.append(line[:MAX_LINE_CHARS])
-        self._size += len(line) + 1
-        return None
+        elif self._full or self._size + len(line) > MAX_SECTION_CHARS:
+            self._full = self._truncated = True  # keep the head: one unbroken stretch
+        else:
+            if len(line) > MAX_LINE_CHARS:
+                line, self._truncated = line[:MAX_LINE_CHARS], True
+            self._lines.append(line)
+            self._size += len(line) + 1
 
     def _emit(self, rc: int | None) -> RawSection:
         text = "\n".join(self._lines)
