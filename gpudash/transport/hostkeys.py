@@ -89,8 +89,7 @@ class HostKeyCheck:
             names = list(get("UserKnownHostsFile", ()) or [DEFAULT_KNOWN_HOSTS])
             names += list(get("GlobalKnownHostsFile", ()) or [])
         self.files = [Path(n).expanduser() for n in names]
-        text = "".join(_read(f) for f in self.files)
-        self._known = asyncssh.import_known_hosts(text)
+        self._known = _parsed(tuple(self.files))
 
     def asyncssh_known_hosts(self) -> asyncssh.SSHKnownHosts | None:
         """The `known_hosts=` argument: None turns verification off (insecure)."""
@@ -142,6 +141,29 @@ class _Client(asyncssh.SSHClient):
 def _kind(key: asyncssh.SSHKey) -> str:
     alg = key.get_algorithm()
     return alg.removeprefix("ssh-").upper() if alg.startswith("ssh-") else alg
+
+
+_PARSED: dict[tuple[tuple[str, int, int], ...], asyncssh.SSHKnownHosts] = {}
+
+
+def _parsed(files: tuple[Path, ...]) -> asyncssh.SSHKnownHosts:
+    """The files parsed once per process while they are unchanged, shared by every
+    connection: parsing them per host cost O(hosts × lines) time and memory (1000 hosts
+    with a 1000-line known_hosts held a million key objects, about 1 GB)."""
+    key = tuple((str(f), *_stamp(f)) for f in files)
+    if key not in _PARSED:
+        if len(_PARSED) >= 8:  # files that changed (accept-new appends): drop the oldest
+            del _PARSED[next(iter(_PARSED))]
+        _PARSED[key] = asyncssh.import_known_hosts("".join(_read(f) for f in files))
+    return _PARSED[key]
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _read(path: Path) -> str:

@@ -1,0 +1,80 @@
+"""Scale, small enough for the suite: 100 real SSH hosts probed by the installed CLI within
+bounded concurrency and memory; and the per-host costs that made 1000 hosts take a GB.
+
+The 1000-host runs (CLI and app) are bench/bench_scale.py; this is the 100-host version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from manyhosts import LoopbackFleet
+
+from gpudash.transport.hostkeys import HostKeyCheck
+
+
+def run_measured(cmd: list[str]) -> tuple[int, bytes, bytes, int]:
+    """Run `cmd`: exit status, stdout, stderr and its own peak RSS in KiB (from wait4, the
+    kernel's figure for exactly this child)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    chunks: dict[str, bytes] = {}
+    readers = [
+        threading.Thread(target=lambda n=n, f=f: chunks.__setitem__(n, f.read()))
+        for n, f in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    for reader in readers:
+        reader.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, chunks["out"], chunks["err"], usage.ru_maxrss
+
+
+def test_a_hundred_hosts_all_answer_with_bounded_handshakes_and_little_memory(
+    tmp_path: Path,
+) -> None:
+    with LoopbackFleet(100, tmp_path) as fleet:
+        config = fleet.config(tmp_path / "c.toml", concurrency=32, max_handshakes=8)
+        start = time.monotonic()
+        rc, out, err, peak_kib = run_measured(
+            [sys.executable, "-m", "gpudash", "probe", "--json", "--config", str(config)]
+        )
+        elapsed = time.monotonic() - start
+        refusals = fleet.server_refusals()
+    assert rc == 0, err.decode()[-2000:]
+    hosts = json.loads(out)["hosts"]
+    assert len(hosts) == 100
+    assert [h["name"] for h in hosts if h["state"] != "ready"] == []
+    assert not [h["name"] for h in hosts if any(s["error"] for s in h["sections"].values())]
+    assert not refusals, f"sshd refused or dropped connections: {dict(refusals)}"
+    assert peak_kib < 200 * 1024, f"peak RSS {peak_kib / 1024:.0f} MB"
+    assert elapsed < 60
+
+
+def test_every_connection_shares_one_parse_of_an_unchanged_known_hosts_file(
+    tmp_path: Path,
+) -> None:
+    known = tmp_path / "known_hosts"
+    known.write_text("".join(f"[127.0.0.1]:{2000 + i} ssh-ed25519 {KEY}\n" for i in range(500)))
+    checks = [HostKeyCheck("strict", str(known)) for _ in range(3)]
+    for check in checks:
+        check.configure(None)
+    first = checks[0].asyncssh_known_hosts()
+    assert all(c.asyncssh_known_hosts() is first for c in checks)
+    with known.open("a") as f:  # accept-new appends: the next connection sees the new key
+        f.write(f"[127.0.0.1]:9999 ssh-ed25519 {KEY}\n")
+    later = HostKeyCheck("strict", str(known))
+    later.configure(None)
+    known_now = later.asyncssh_known_hosts()
+    assert known_now is not first
+    assert known_now is not None and known_now.match("127.0.0.1", "127.0.0.1", 9999)[0]
+
+
+KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIOkS1hjyb7jrZqvS4l0uMXwNOp+fwFgnJvXx0vGk7Sxd"
