@@ -12,13 +12,16 @@ nested directories. Each round, in alternating order, times from process start t
 - plain: the OpenSSH client, two `ssh` processes joined by a pipe, on the same sshd;
 - plain + sha256: the plain copy, then `find | xargs sha256sum` on both hosts at once, the
   check gpudash makes (so the verified copy has a like-for-like baseline too).
-Medians of --rounds; the destination is removed between rounds.
+Medians of --rounds; the destination is removed between rounds. "cpu here" is the CPU time of
+this machine's side (the gpudash process, or the ssh clients), the figure least bent by other
+load on a shared machine; sshd's work on the two hosts is not in it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -69,6 +72,12 @@ def config(sshd: Sshd, path: Path) -> str:
     text += '[tasks.copy]\nparams = { from = "h0", path = "~/data", to = "~/dst" }\n'
     path.write_text(text)
     return str(path)
+
+
+def child_cpu() -> float:
+    """CPU seconds used by finished child processes (this machine's side: ssh or gpudash)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def gpudash_round(cfg: str) -> tuple[float, float]:
@@ -123,16 +132,19 @@ def main() -> None:
             cfg = config(sshd, Path(tmp) / "config.toml")
             os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
             times: dict[str, list[float]] = {"ours": [], "transfer": [], "plain": [], "plainv": []}
+            cpu: dict[str, list[float]] = {"ours": [], "plain": [], "plainv": []}
             for i in range(args.rounds):
                 order = ["ours", "plain", "plainv"] if i % 2 == 0 else ["plainv", "plain", "ours"]
                 for which in order:
                     subprocess.run(["rm", "-rf", str(dst)], check=True)
+                    before = child_cpu()
                     if which == "ours":
                         transfer, total = gpudash_round(cfg)
                         times["transfer"].append(transfer)
                         times["ours"].append(total)
                     else:
                         times[which].append(plain_round(sshd, verify=which == "plainv"))
+                    cpu[which].append(child_cpu() - before)
         finally:
             sshd.close()
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -143,10 +155,11 @@ def main() -> None:
         ratio = f"{med[key] / med[base]:.2f}x" if base else "-"
         rate = mib / med[key]
         spread = " ".join(f"{t:.2f}" for t in times[key])
-        return f"{name:<34} {med[key]:7.2f} s {rate:8.1f} MiB/s  {ratio:>6}   ({spread})"
+        used = f"{statistics.median(cpu[key]):6.2f} s" if key in cpu else " " * 8
+        return f"{name:<34} {med[key]:7.2f} s {rate:8.1f} MiB/s  {ratio:>6}  {used}  ({spread})"
 
     print(f"copy {mib:.0f} MiB in {files} files, h0 -> h1, median of {args.rounds} rounds")
-    print(f"{'':<34} {'time':>9} {'rate':>14}  {'vs':>6}")
+    print(f"{'':<34} {'time':>9} {'rate':>14}  {'vs':>6}  {'cpu here':>8}  (each round)")
     print(row("plain ssh tar | ssh tar", "plain", None))
     print(row("gpudash run copy: transfer", "transfer", "plain"))
     print(row("plain + sha256 on both hosts", "plainv", None))

@@ -169,6 +169,35 @@ async def test_a_plain_start_refuses_write():
         await process.close()
 
 
+async def test_bulk_channels_use_aes_gcm_unless_ssh_config_names_ciphers(
+    sshd: Sshd, fake_host: FakeHost, isolated_home: Path
+):
+    """AES-GCM first (half asyncssh's CPU per byte) when the CPU has AES; ~/.ssh/config wins."""
+    with open("/proc/cpuinfo") as f:
+        has_aes = any(
+            line.split(":")[0].strip() in ("flags", "Features") and "aes" in line.split()
+            for line in f
+        )
+    pool = SshPool([])
+    try:
+        transport = pool.transport(sshd.host_config(fake_host))
+        await transport.connect()
+        cipher = transport._link.conn.get_extra_info("send_cipher")  # type: ignore[union-attr]
+        assert cipher == ("aes128-gcm@openssh.com" if has_aes else "chacha20-poly1305@openssh.com")
+    finally:
+        await pool.close()
+    (isolated_home / ".ssh").mkdir()
+    (isolated_home / ".ssh" / "config").write_text("Host *\n  Ciphers aes256-ctr\n")
+    pool = SshPool([])
+    try:
+        transport = pool.transport(sshd.host_config(fake_host))
+        await transport.connect()
+        cipher = transport._link.conn.get_extra_info("send_cipher")  # type: ignore[union-attr]
+        assert cipher == "aes256-ctr"
+    finally:
+        await pool.close()
+
+
 # --- the copy ----------------------------------------------------------------------------------
 
 

@@ -46,7 +46,10 @@ async def run_copy(
     if params.source == host and params.to == params.path:
         yield r.TaskBlocked(host, name, f"{host} is both the source and the destination")
         return
-    source = peer(params.source) if peer is not None else None
+    if peer is None:
+        yield r.TaskBlocked(host, name, "a copy runs through run_tasks, which knows the hosts")
+        return
+    source = peer(params.source)
     if source is None:
         yield r.TaskBlocked(host, name, f"source host {params.source!r} is not configured")
         return

@@ -17,6 +17,9 @@ import asyncssh
 from gpudash.transport.base import RemoteProcess, TransportError
 
 _CLOSE_GRACE_S = 5.0
+# read() returns as soon as anything has arrived; a large limit only lets a bulk stream (the
+# copy task's tar) come in fewer, bigger pieces, which cuts the per-chunk work (and packets).
+_READ_SIZE = 1 << 20
 
 
 class SshProcess(RemoteProcess):
@@ -41,7 +44,7 @@ class SshProcess(RemoteProcess):
     async def chunks(self) -> AsyncIterator[bytes]:
         """Whatever has arrived; ends quietly when the connection drops (wait() says None)."""
         try:
-            while chunk := await self._proc.stdout.read(65536):
+            while chunk := await self._proc.stdout.read(_READ_SIZE):
                 yield chunk
         except (asyncssh.Error, OSError):
             return
