@@ -79,3 +79,43 @@ def test_help_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
 def test_host_view_at_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """The cramped case: narrower sidebar, the GPU table scrolls sideways."""
     assert snap_compare(app_for(*FIVE), terminal_size=(80, 24), run_before=after())
+
+
+def test_findings_panel_full_screen_of_the_pcie_host(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """tab enter on the PCIe host: fails first (ERR! GPU, nvcc newer than the driver, no
+    torch), then warns, each with facts, why and fix; fix keys in the footer."""
+    assert snap_compare(
+        app_for(*FIVE), terminal_size=(100, 30), run_before=after("tab", "enter", host="pcie-a40")
+    )
+
+
+def test_host_view_on_a_wide_terminal(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """160x45: wider sidebar, panels in two columns below the GPU table and topology."""
+    assert snap_compare(app_for(*FIVE), terminal_size=(160, 45), run_before=after())
+
+
+def test_tasks_screen_with_a_failed_run_and_a_finished_log(snap_compare, sshd, fake_host) -> None:  # type: ignore[no-untyped-def]
+    """b, then 2 (fails rc=3) and 1 (progress bar, ok) on a real sshd host: the runs table
+    and the selected run's log, progress collapsed in place. Elapsed times pinned to 1 s."""
+    from test_app_tasks import open_tasks_and_run, ssh_config, state_is, until
+
+    from gpudash.ui.tasks_screen import TasksScreen
+
+    app = create_app(ssh_config(sshd, [fake_host]), theme="textual-dark")
+
+    async def run_before(pilot: Pilot) -> None:
+        await open_tasks_and_run(pilot, "2")
+        await until(pilot, state_is(app, "h0", "boom", "failed"), timeout=20)
+        await pilot.press("1")
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmTask")
+        await pilot.press("y")
+        await until(pilot, state_is(app, "h0", "hello", "ok"), timeout=20)
+        for run in app.tasks.runs.values():
+            run.elapsed_s = 1.0
+        screen = app.screen
+        assert isinstance(screen, TasksScreen)
+        screen.redraw()
+        await pilot.pause()
+        app.clear_notifications()
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)

@@ -208,16 +208,24 @@ async def test_after_a_restart_the_app_finds_the_running_job_and_follows_it(
 
 async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> None:
     app = create_app(replay_config("pcie-a40"))
-    async with app.run_test(size=(100, 40)) as pilot:
+    async with app.run_test(size=(100, 50)) as pilot:
         await until(pilot, lambda: bool(app.results["pcie-a40"].findings))
         panel = app.query_one(FindingsPanel)
-        await until(pilot, lambda: panel.query_one(".panel-body").display)
-        text = str(panel.query_one(".panel-body").render())
-        first = text.splitlines()[0]
-        assert first.startswith("✖ fail") and "gpus.err" in first
-        assert text.index("✖ fail") < text.index("▲ warn")
-        assert "why" in text and "fix" in text and "GPU 4 in ERR!" in text
+        await until(pilot, lambda: "gpus.err" in screen_text(app))
+        # One line each while another widget has focus: fails first, fix keys in brackets.
+        text = screen_text(app)
+        assert text.index("✖ fail gpus.err") < text.index("▲ warn")
+        assert "env.no_uv [u]" in text and "why " not in text
+        await pilot.press("tab", "enter")  # focus it and show it full screen: the details
+        await until(pilot, lambda: app.screen.maximized is panel and "why " in screen_text(app))
+        text = screen_text(app)
+        rows = [line.strip("│ ") for line in text.splitlines() if "│" in line]
+        assert rows[0].startswith("✖ fail gpus.err  GPU 4 in ERR! state")
+        assert rows[1].startswith("facts gpus 4")
+        assert rows[2].startswith("why   nvidia-smi cannot read the GPU")
+        assert any(r.startswith("fix   Check `dmesg") for r in rows)
         assert "press  u  to run task uv" in text
+        assert "GPU memory already in use" in text
 
 
 async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_task() -> None:

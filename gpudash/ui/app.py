@@ -98,7 +98,7 @@ class GpudashApp(App[int]):
                 yield Input(placeholder="filter: name or tag", id="filter", compact=True)
                 yield HostList(self.config.hosts, self.results, id="hosts")
             yield HostView(id="host-view")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.theme = self._theme_name
@@ -297,7 +297,12 @@ class GpudashApp(App[int]):
     MAIN_ONLY = frozenset({"filter", "expand", "save", "mark"})
     """Actions that act on the host view, so they are off while another screen is on top."""
 
+    HOST_ACTIONS = frozenset({"refresh_host", "refresh_all", "fleet", "tasks"})
+    """Off in the tasks screen too, where the footer belongs to the tasks' own keys."""
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.HOST_ACTIONS and type(self.screen).__name__ == "TasksScreen":
+            return False
         return not (action in self.MAIN_ONLY and self.screen is not self.screen_stack[0])
 
     def action_refresh_host(self) -> None:

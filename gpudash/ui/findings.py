@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
 
@@ -53,38 +56,65 @@ def facts_text(facts: Mapping[str, Any]) -> Text:
     return out
 
 
-def finding_text(finding: Any) -> Text:
-    """Severity, code, title; then facts, why and fix on their own indented lines."""
+def _head(finding: Any, width: int = 7) -> Text:
     label, style = SEVERITY.get(_level(finding), (_level(finding), ""))
-    out = Text.assemble((f"{label:<7}", style), (finding.code, "bold"), "  ", remote(finding.title))
-    facts = facts_text(finding.facts)
-    if facts:
-        out.append("\n        facts ", style="dim")
-        out.append_text(facts)
-    if finding.why:
-        out.append("\n        why   ", style="dim")
-        out.append(remote(finding.why))
-    if finding.fix or finding.fix_task:
-        out.append("\n        fix   ", style="dim")
-        out.append(remote(finding.fix))
-        if finding.fix_key and finding.fix_task:
-            out.append("  press ", style="dim")
-            out.append(f" {finding.fix_key} ", style="bold reverse")
-            out.append(f" to run task {finding.fix_task}", style="dim")
+    out = Text.assemble((f"{label:<{width}}", style), (finding.code, "bold"))
+    if finding.fix_key and finding.fix_task:
+        out.append(" ")
+        out.append(f"[{finding.fix_key}]", style="bold reverse")
+    out.append("  ")
+    out.append(remote(finding.title))
     return out
 
 
-def findings_body(findings: Sequence[Any]) -> Text:
+def finding_detail(finding: Any) -> Table:
+    """Code and title, then facts, why and fix, each wrapped under its own label."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True, style="dim")
+    table.add_column(ratio=1)
+    facts = facts_text(finding.facts)
+    if facts:
+        table.add_row("facts", facts)
+    if finding.why:
+        table.add_row("why", remote(finding.why))
+    if finding.fix or finding.fix_task:
+        fix = remote(finding.fix)
+        if finding.fix_key and finding.fix_task:
+            fix.append("  press ", style="dim")
+            fix.append(f" {finding.fix_key} ", style="bold reverse")
+            fix.append(f" to run task {finding.fix_task}", style="dim")
+        table.add_row("fix", fix)
+    return table
+
+
+def _ok_line(fine: Sequence[Any]) -> Text:
+    label, style = SEVERITY["ok"]
+    line = Text(f"{label:<7}", style=style)
+    line.append(", ".join(f.code.split(".", 1)[0] for f in fine), style="bold")
+    line.append("  checked, nothing wrong", style="dim")
+    return line
+
+
+def findings_body(findings: Sequence[Any], detail: bool = False) -> RenderableType:
+    """One line per finding (`[key]` when a task fixes it), or with `detail` each one's
+    facts, why and fix under it; `ok` findings folded into one last line."""
     problems = [f for f in findings if _level(f) != "ok"]
     fine = [f for f in findings if _level(f) == "ok"]
-    parts = [finding_text(f) for f in problems]
+    if not detail:
+        lines = [_head(f) for f in problems] + ([_ok_line(fine)] if fine else [])
+        out = Text("\n").join(lines)
+        out.no_wrap = True
+        out.overflow = "ellipsis"
+        return out
+    parts: list[RenderableType] = []
+    for finding in problems:
+        head = _head(finding)
+        head.no_wrap, head.overflow = True, "ellipsis"
+        parts.append(head)
+        parts.append(Padding(finding_detail(finding), (0, 0, 0, 7)))
     if fine:
-        label, style = SEVERITY["ok"]
-        line = Text(f"{label:<7}", style=style)
-        line.append(", ".join(f.code.split(".", 1)[0] for f in fine), style="bold")
-        line.append("  checked, nothing wrong", style="dim")
-        parts.append(line)
-    return Text("\n").join(parts)
+        parts.append(_ok_line(fine))
+    return Group(*parts)
 
 
 def fix_targets(findings: Sequence[Any]) -> dict[str, int]:
@@ -100,9 +130,12 @@ class FindingsPanel(Panel):
     SECTION = "findings"
     TITLE = "Findings"
     DEFAULT_CSS = """
-    FindingsPanel { max-height: 14; }
-    Screen.-wide FindingsPanel { max-height: 20; }
+    FindingsPanel { max-height: 9; }
+    Screen.-narrow FindingsPanel { max-height: 7; }
+    FindingsPanel:focus { max-height: 16; }
+    Screen.-wide FindingsPanel, Screen.-wide FindingsPanel:focus { max-height: 22; }
     FindingsPanel.-maximized { max-height: 100%; }
+    FindingsPanel.-compact .panel-body { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, **kw: Any) -> None:
@@ -116,7 +149,6 @@ class FindingsPanel(Panel):
         self._host = host.name
         self._findings = tuple(host.findings)
         status = self.query_one(".panel-status")
-        body = self.query_one(".panel-body")
         if not self._findings:
             status.display = True
             waiting = host.state in (HostState.CONNECTING, HostState.PROBING)
@@ -126,8 +158,23 @@ class FindingsPanel(Panel):
         else:
             status.display = False
             self.set_body_visible(True)
-            body.update(findings_body(self._findings))  # type: ignore[attr-defined]
+            self._draw()
         self._bind_fixes()
+
+    def _draw(self, focused: bool | None = None) -> None:
+        """Details while the panel has focus (or is full screen); one line each otherwise."""
+        if focused is None:
+            focused = self.has_focus
+        detail = focused or self.screen.maximized is self
+        self.set_class(not detail, "-compact")
+        if self._findings:
+            self.query_one(".panel-body").update(findings_body(self._findings, detail))  # type: ignore[attr-defined]
+
+    def on_focus(self) -> None:
+        self._draw(True)
+
+    def on_blur(self) -> None:
+        self._draw(False)
 
     def _bind_fixes(self) -> None:
         bindings = self._bindings.key_to_bindings

@@ -22,6 +22,7 @@ class LogPane(Log, can_focus=True):
         border: round $panel-lighten-2;
         border-title-color: $text-muted;
         background: $surface;
+        padding: 0 1;
     }
     LogPane:focus { border: round $accent; border-title-color: $text; }
     """

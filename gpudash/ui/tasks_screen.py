@@ -90,6 +90,8 @@ class TasksScreen(Screen[None]):
         self.set_target(self.app.task_targets())  # type: ignore[attr-defined]
         if self._runs:
             self._select(list(self._runs.values())[-1])
+        else:
+            self.query_one(LogPane).border_subtitle = "press a task's key to run it"
         table.focus()
         self.set_interval(TICK_S, self._tick)
 
@@ -147,7 +149,7 @@ class TasksScreen(Screen[None]):
         for column, cell in zip(
             ("host", "task", "state", "lines", "note"), self._cells(run), strict=True
         ):
-            table.update_cell(key, column, cell)
+            table.update_cell(key, column, cell, update_width=True)
 
     def _pane_title(self, run: Run) -> None:
         pane = self.query_one(LogPane)
