@@ -251,8 +251,7 @@ class NetRig(Faults):
         if not host.relayed:
             listen.append(f"{host.address}:{host.port}")
         path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin"
-        lines = [
-            *host.options,  # first: sshd keeps the first value it reads for a keyword
+        defaults = [
             *(f"ListenAddress {a}" for a in listen),
             f"HostKey {host.root / 'host_ed25519'}",
             f"PidFile {host.root / 'sshd.pid'}",
@@ -269,6 +268,10 @@ class NetRig(Faults):
             "LogLevel VERBOSE",
             f'SetEnv "PATH={path}" "HOME={host.home}" GPUDASH_TEST_HOST={host.name}',
         ]
+        # An option replaces the default of its keyword: sshd keeps the first value of most
+        # keywords but the last of some (MaxStartups), so never give it both.
+        replaced = {line.split()[0].lower() for line in host.options if line.strip()}
+        lines = [*host.options, *(d for d in defaults if d.split()[0].lower() not in replaced)]
         config = host.root / "sshd_config"
         config.write_text("\n".join(lines) + "\n")
         check = subprocess.run([str(SSHD), "-t", "-f", str(config)], capture_output=True, text=True)

@@ -60,7 +60,10 @@ def _describe(
         who = f"{where.user}@{where}" if where.user else str(where)
         return f"auth failed as {who}: load the key into ssh-agent (ssh-add) or set identity_file"
     if isinstance(exc, asyncssh.ChannelOpenError):
-        return f"cannot open a session channel: {exc.reason}"
+        hint = ""
+        if exc.code == asyncssh.OPEN_CONNECT_FAILED:  # sshd's answer past MaxSessions
+            hint = " (the server allows fewer sessions per connection: its MaxSessions?)"
+        return f"cannot open a session channel: {exc.reason}{hint}"
     if isinstance(exc, (asyncssh.ConnectionLost, asyncssh.DisconnectError)):
         detail = exc.reason.rstrip(".") or "disconnected"
         return f"connection lost ({detail})"

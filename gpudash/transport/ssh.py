@@ -7,6 +7,7 @@ Why it looks the way it does (measured pitfalls, see shared/research/remote-exec
   eleventh open fails outright, so extra `start()` calls queue instead;
 - handshakes are bounded pool-wide (16): MaxStartups drops unauthenticated connections
   beyond ~10, and a burst of key exchanges spikes the CPU;
+  a handshake the server drops anyway is retried within connect_timeout (handshake.py);
 - a jump host is opened once and passed as `tunnel=` to every target behind it: a string
   tunnel (or ProxyJump from ~/.ssh/config) would open a new bastion connection per target;
 - only options the HostConfig sets are passed, so ~/.ssh/config (Hostname, User, Port,
@@ -37,8 +38,10 @@ from gpudash.transport.base import (
     input_script,
     script_command,
 )
+from gpudash.transport.handshake import connect_retrying
 from gpudash.transport.hostkeys import HostKeyCheck
 from gpudash.transport.reasons import Endpoint, describe
+from gpudash.transport.slots import Slots
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
 from gpudash.transport.sshprocess import SshProcess
 
@@ -48,6 +51,7 @@ KEEPALIVE_INTERVAL_S = 15
 KEEPALIVE_COUNT_MAX = 3
 _CLOSE_GRACE_S = 5.0
 _OPEN_RETRY_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
+_SESSION_WAIT_S = 30.0
 # SSH carries stderr on its own stream, so the order against stdout is lost in transit;
 # merging on the host keeps it, as the local transport's pipe does. `stderr=STDOUT` still
 # catches what the login shell itself prints before the script runs.
@@ -86,7 +90,7 @@ class _Failure(Exception):
 @dataclass
 class _Link:
     conn: asyncssh.SSHClientConnection
-    channels: asyncio.Semaphore
+    channels: Slots
 
 
 class SshTransport(Transport):
@@ -123,7 +127,7 @@ class SshTransport(Transport):
             self._link = None
             tunnel = await self._tunnel(seen | {self.host.name})
             conn = await self._open(tunnel)
-            self._link = _Link(conn, asyncio.Semaphore(self.pool.channels_per_connection))
+            self._link = _Link(conn, Slots(self.pool.channels_per_connection))
             return self._link
 
     async def _tunnel(self, seen: frozenset[str]) -> asyncssh.SSHClientConnection | None:
@@ -175,8 +179,8 @@ class SshTransport(Transport):
                 extra: dict[str, Any] = {}
                 if resolved.config.get("Ciphers") is None and _cpu_has_aes():
                     extra["encryption_algs"] = _AES_FIRST
-                conn = await asyncssh.connect(
-                    **options, **extra, known_hosts=known, options=resolved
+                conn = await connect_retrying(  # again after a MaxStartups drop
+                    host.connect_timeout, **options, **extra, known_hosts=known, options=resolved
                 )
             except asyncssh.PermissionDenied as exc:
                 check.commit()  # the key exchange succeeded: the new key is proven
@@ -237,8 +241,11 @@ class SshTransport(Transport):
         sshd frees a closed session's MaxSessions slot only after the packets it read with
         the CLOSE are handled, so a burst of close-then-open can briefly count 11 sessions
         against a limit of 10 ("no more sessions" in its log; measured with 20 starts).
+        A server whose MaxSessions is below our bound refuses for as long as our other
+        channels stay open: then the open waits (up to _SESSION_WAIT_S) for one to close.
         """
-        for delay in (*_OPEN_RETRY_S, None):
+        delays = iter(_OPEN_RETRY_S)
+        while True:
             try:
                 return await link.conn.create_process(
                     command,
@@ -248,12 +255,19 @@ class SshTransport(Transport):
                     max_pktsize=_MAX_PACKET,
                 )
             except asyncssh.ChannelOpenError as exc:
-                if delay is None or exc.code != asyncssh.OPEN_CONNECT_FAILED:
+                if exc.code != asyncssh.OPEN_CONNECT_FAILED or link.conn.is_closed():
                     raise
-                if link.conn.is_closed():
-                    raise
+                delay = next(delays, None)
+                if delay is None:
+                    if link.channels.taken <= 1:  # none of ours to wait for: a real refusal
+                        raise
+                    try:
+                        await asyncio.wait_for(link.channels.freed(), _SESSION_WAIT_S)
+                    except asyncio.TimeoutError:
+                        raise exc from None
+                    delays = iter(_OPEN_RETRY_S)
+                    continue
             await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         """Close the connection, and the bastions too when this transport made its own pool."""

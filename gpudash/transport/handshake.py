@@ -1,0 +1,45 @@
+"""Connect again when sshd drops a connection before login, as MaxStartups makes it do.
+
+OpenSSH's MaxStartups (default 10:30:100) drops new connections at random once that many are
+still unauthenticated: many gpudash hosts that are one machine (aliases, ports of one sshd),
+one machine probed by two gpudash at once, or a busy shared bastion. The drop is a closed
+socket before or during the key exchange, which asyncssh reports as ConnectionLost. It is
+transient, so it is retried with jittered backoff within the host's connect_timeout; when
+that runs out the reason says what the server did and the likely cause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import asyncssh
+
+BACKOFF_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+DROPPED = (
+    "closed by the server before login (more connections at once than its MaxStartups "
+    "allows, or a firewall/TCP wrapper refusing this client)"
+)
+
+
+async def connect_retrying(budget_s: float | None, **kwargs: Any) -> Any:
+    """`asyncssh.connect(**kwargs)`, retried while the server drops us before login.
+
+    Each attempt gets what is left of `budget_s` (the connect_timeout); other failures
+    raise at once.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + budget_s if budget_s else None
+    for delay in (*BACKOFF_S, None):
+        try:
+            return await asyncssh.connect(**kwargs)
+        except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
+            pause = delay * random.uniform(0.5, 1.5) if delay is not None else None
+            left = deadline - loop.time() if deadline is not None else None
+            if pause is None or (left is not None and left <= pause + 0.2):
+                raise asyncssh.ConnectionLost(DROPPED) from exc
+            await asyncio.sleep(pause)
+            if left is not None:
+                kwargs["connect_timeout"] = left - pause
+    raise AssertionError("unreachable")
