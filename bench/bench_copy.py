@@ -9,12 +9,15 @@ nested directories. Each round, in alternating order, times from process start t
   connections, the transfer through gpudash, then the sha256 of every file on both hosts,
   then the rename into place); the transfer alone is read off the moment the "verifying"
   line arrives;
-- plain: the OpenSSH client, two `ssh` processes joined by a pipe, on the same sshd;
+- plain: the OpenSSH client, two `ssh` processes joined by a pipe, on the same sshd, with
+  its default cipher (chacha20-poly1305) and again with `-c aes128-gcm@openssh.com` (what
+  gpudash picks on a CPU with AES instructions, so neither side wins on the cipher alone);
 - plain + sha256: the plain copy, then `find | xargs sha256sum` on both hosts at once, the
   check gpudash makes (so the verified copy has a like-for-like baseline too).
-Medians of --rounds; the destination is removed between rounds. "cpu here" is the CPU time of
-this machine's side (the gpudash process, or the ssh clients), the figure least bent by other
-load on a shared machine; sshd's work on the two hosts is not in it.
+Medians of --rounds; each "vs base" ratio is taken within a round, then the median. The
+destination is removed between runs. "cpu here" is the CPU time of this machine's side (the
+gpudash process, or the ssh clients), the figure least bent by other load on a shared
+machine; sshd's work on the two hosts is not in it.
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ def make_tree(root: Path, big_mib: int, small: int) -> int:
     return total
 
 
-def ssh(sshd: Sshd, host: FakeHost, command: str) -> list[str]:
+def ssh(sshd: Sshd, host: FakeHost, command: str, *opts: str) -> list[str]:
     return [
         "ssh", "-p", str(host.port), "-i", str(sshd.client_key), "-F", "/dev/null",
-        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "BatchMode=yes",
+        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "BatchMode=yes", *opts,
         f"{sshd.user}@127.0.0.1", command,
     ]  # fmt: skip
 
@@ -99,10 +102,11 @@ def gpudash_round(cfg: str) -> tuple[float, float]:
     return transfer, total
 
 
-def plain_round(sshd: Sshd, verify: bool) -> float:
+def plain_round(sshd: Sshd, *, verify: bool = False, cipher: str | None = None) -> float:
     a, b = sshd.hosts[:2]
-    send = shlex.join(ssh(sshd, a, "tar -cf - -C ~/data ."))
-    take = shlex.join(ssh(sshd, b, "mkdir -p ~/dst && tar -xf - -C ~/dst"))
+    opts = ("-c", cipher) if cipher else ()
+    send = shlex.join(ssh(sshd, a, "tar -cf - -C ~/data .", *opts))
+    take = shlex.join(ssh(sshd, b, "mkdir -p ~/dst && tar -xf - -C ~/dst", *opts))
     start = time.perf_counter()
     subprocess.run(f"{send} | {take}", shell=True, check=True)
     if verify:
@@ -116,12 +120,43 @@ def plain_round(sshd: Sshd, verify: bool) -> float:
     return time.perf_counter() - start
 
 
+# name, what it is, the baseline it is compared with (in the same round)
+ROWS = (
+    ("plain", "plain ssh tar | ssh tar (chacha20)", None),
+    ("plain_aes", "plain, ssh -c aes128-gcm", None),
+    ("transfer", "gpudash run copy: transfer", "plain"),
+    ("transfer", "  the same, vs plain aes128-gcm", "plain_aes"),
+    ("plainv", "plain + sha256 on both hosts", None),
+    ("ours", "gpudash run copy: total, verified", "plainv"),
+)
+
+
+def one_round(
+    sshd: Sshd, cfg: str, dst: Path, flip: bool
+) -> tuple[dict[str, float], dict[str, float]]:
+    times: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    order = ["ours", "plain", "plain_aes", "plainv"]
+    for which in reversed(order) if flip else order:
+        subprocess.run(["rm", "-rf", str(dst)], check=True)
+        before = child_cpu()
+        if which == "ours":
+            times["transfer"], times["ours"] = gpudash_round(cfg)
+        elif which == "plain_aes":
+            times[which] = plain_round(sshd, cipher="aes128-gcm@openssh.com")
+        else:
+            times[which] = plain_round(sshd, verify=which == "plainv")
+        cpu[which] = child_cpu() - before
+    return times, cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--big-mib", type=int, default=320)
     parser.add_argument("--small", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    rounds = []
     with tempfile.TemporaryDirectory() as tmp:
         sshd = Sshd(Path(tmp))
         sshd.start()
@@ -131,39 +166,24 @@ def main() -> None:
             size = make_tree(src, args.big_mib, args.small)
             cfg = config(sshd, Path(tmp) / "config.toml")
             os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
-            times: dict[str, list[float]] = {"ours": [], "transfer": [], "plain": [], "plainv": []}
-            cpu: dict[str, list[float]] = {"ours": [], "plain": [], "plainv": []}
             for i in range(args.rounds):
-                order = ["ours", "plain", "plainv"] if i % 2 == 0 else ["plainv", "plain", "ours"]
-                for which in order:
-                    subprocess.run(["rm", "-rf", str(dst)], check=True)
-                    before = child_cpu()
-                    if which == "ours":
-                        transfer, total = gpudash_round(cfg)
-                        times["transfer"].append(transfer)
-                        times["ours"].append(total)
-                    else:
-                        times[which].append(plain_round(sshd, verify=which == "plainv"))
-                    cpu[which].append(child_cpu() - before)
+                rounds.append(one_round(sshd, cfg, dst, flip=i % 2 == 1))
         finally:
             sshd.close()
-    med = {k: statistics.median(v) for k, v in times.items()}
     mib = size / (1 << 20)
-    files = 4 + args.small
-
-    def row(name: str, key: str, base: str | None) -> str:
-        ratio = f"{med[key] / med[base]:.2f}x" if base else "-"
-        rate = mib / med[key]
-        spread = " ".join(f"{t:.2f}" for t in times[key])
-        used = f"{statistics.median(cpu[key]):6.2f} s" if key in cpu else " " * 8
-        return f"{name:<34} {med[key]:7.2f} s {rate:8.1f} MiB/s  {ratio:>6}  {used}  ({spread})"
-
-    print(f"copy {mib:.0f} MiB in {files} files, h0 -> h1, median of {args.rounds} rounds")
-    print(f"{'':<34} {'time':>9} {'rate':>14}  {'vs':>6}  {'cpu here':>8}  (each round)")
-    print(row("plain ssh tar | ssh tar", "plain", None))
-    print(row("gpudash run copy: transfer", "transfer", "plain"))
-    print(row("plain + sha256 on both hosts", "plainv", None))
-    print(row("gpudash run copy: total, verified", "ours", "plainv"))
+    print(
+        f"copy {mib:.0f} MiB in {4 + args.small} files, h0 -> h1, medians of {args.rounds} rounds"
+    )
+    print(f"{'':<36} {'time':>9} {'rate':>13} {'vs base':>8} {'cpu here':>9}  (each round)")
+    for key, name, base in ROWS:
+        times = [t[key] for t, _ in rounds]
+        med = statistics.median(times)
+        # the ratio is taken within each round (baseline run minutes apart would see other load)
+        ratio = f"{statistics.median(t[key] / t[base] for t, _ in rounds):.2f}x" if base else "-"
+        used = [c[key] for _, c in rounds if key in c]
+        cpu = f"{statistics.median(used):7.2f} s" if used else ""
+        each = " ".join(f"{t:.2f}" for t in times)
+        print(f"{name:<36} {med:7.2f} s {mib / med:7.1f} MiB/s {ratio:>8} {cpu:>9}  ({each})")
 
 
 if __name__ == "__main__":
