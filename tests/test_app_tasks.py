@@ -41,6 +41,18 @@ def task_table(marker: str) -> dict[str, dict[str, object]]:
             "key": "3",
             "run": f"echo started\nexec sleep {marker}\n",
         },
+        "bar": {
+            "title": "slow progress bar",
+            "kind": "script",
+            "key": "5",
+            "run": (
+                "echo start\n"
+                "i=0; while [ $i -le 5 ]; do printf '\\r%d%%' $((i * 20)); sleep 0.4;"
+                " i=$((i + 1)); done\n"
+                'printf "\\n"\necho end\n'
+            ),
+        },
+        "many": {"title": "many lines", "kind": "script", "key": "6", "run": "seq 1 6000\n"},
         "mkvenv": {
             "title": "make a venv-shaped dir",
             "kind": "script",
@@ -114,6 +126,53 @@ async def test_a_task_key_asks_first_then_streams_its_log_and_ends_ok(
         # The \r redraws collapsed to their last state; escapes stripped; markup literal.
         assert pane.text_lines == ["fetching", "100%", "red [bold]not markup[/bold]", "done"]
         assert "ok" in screen_text(app) and "[bold]not markup[/bold]" in screen_text(app)
+
+
+async def test_a_progress_bar_redraws_its_line_in_place_while_the_task_runs(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    app = create_app(ssh_config(sshd, [fake_host]))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "5")
+        pane = app.screen.query_one(LogPane)
+        seen: set[str] = set()
+
+        def bar_moved() -> bool:
+            """the unfinished line showed several states, always as the one last line"""
+            lines = pane.text_lines
+            bars = [line for line in lines if line.endswith("%")]
+            assert len(bars) <= 1, lines  # redrawn in place, never appended
+            if bars and lines[-1] == bars[0] and run_of(app, "h0", "bar").state == "running":
+                seen.add(bars[0])
+            return len(seen) >= 2
+
+        await until(pilot, bar_moved, timeout=20)
+        # The running row shows its elapsed time, ticking.
+        await until(
+            pilot, lambda: "running 1" in screen_text(app) or "running 2" in screen_text(app)
+        )
+        await until(pilot, state_is(app, "h0", "bar", "ok"), timeout=20)
+        await until(pilot, lambda: pane.text_lines == ["start", "100%", "end"])
+
+
+async def test_the_log_pane_keeps_the_last_lines_only_while_the_full_log_is_on_disk(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    from gpudash.ui.task_runs import RING_LINES
+
+    app = create_app(ssh_config(sshd, [fake_host]))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "6")
+        await until(pilot, state_is(app, "h0", "many", "ok"), timeout=20)
+        pane = app.screen.query_one(LogPane)
+        await until(pilot, lambda: pane.text_lines[-1:] == ["6000"])
+        assert len(pane.text_lines) == RING_LINES == 5000
+        assert pane.text_lines[0] == str(6000 - RING_LINES + 1)
+        run = run_of(app, "h0", "many")
+        assert run.received == 6000 and len(run.lines) == RING_LINES
+        assert Path(run.log_path).read_text().splitlines()[:6000] == [
+            str(i) for i in range(1, 6001)
+        ]
 
 
 async def test_a_failing_task_shows_its_exit_code_and_keeps_its_log(
@@ -243,3 +302,15 @@ async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_ta
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmTask))
         assert not app.tasks.runs
+
+
+async def test_the_command_palette_offers_each_task_behind_the_same_confirmation() -> None:
+    app = create_app(replay_config("h200-1x"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Task: venv")
+        await until(pilot, lambda: "Create a venv with uv" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+        assert "Run uv -> venv on h200-1x" in screen_text(app)

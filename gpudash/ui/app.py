@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -365,6 +366,10 @@ class GpudashApp(App[int]):
             if k.action.startswith("app."):
                 continue
             yield SystemCommand(k.description, k.tooltip, getattr(self, f"action_{k.action}"))
+        for name, spec in self.tasks.specs.items():  # each asks first, like its key
+            yield SystemCommand(
+                f"Task: {name}", spec.title, functools.partial(self.request_task, name)
+            )
         yield from super().get_system_commands(screen)
 
     async def action_quit(self) -> None:

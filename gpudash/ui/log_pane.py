@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from textual.geometry import Size
 from textual.widgets import Log
 
 from gpudash.ui.task_runs import RING_LINES
@@ -48,6 +49,7 @@ class LogPane(Log, can_focus=True):
         self.clear()
         self._partial = False
         self.append(lines, partial)
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def append(self, lines: Iterable[str], partial: str) -> None:
         """New finished lines, and the unfinished line's current state ("" when none)."""
@@ -57,13 +59,22 @@ class LogPane(Log, can_focus=True):
         at_end = self.is_vertical_scroll_end
         self._drop_partial()
         if lines:
-            self.write_lines(lines, scroll_end=False)
+            self._add(lines[-RING_LINES:])
         self._set_partial(partial)
-        if partial:
-            self.virtual_size = self.virtual_size.with_height(len(self._lines))
+        self.virtual_size = Size(self._width, len(self._lines))
         self.refresh()
         if at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def _add(self, lines: list[str]) -> None:
+        """Log.write_lines without its per-call thread worker: a width from `len` (the
+        lines are clean single-width text as a rule) and the ring trimmed from the front."""
+        self._lines.extend(lines)
+        self._width = max(self._width, max(map(len, lines)))
+        excess = len(self._lines) - RING_LINES
+        if excess > 0:
+            del self._lines[:excess]
+            self._render_line_cache.clear()
 
     @property
     def text_lines(self) -> list[str]:

@@ -118,8 +118,8 @@ class TasksScreen(Screen[None]):
         table = self.query_one("#runs", DataTable)
         if _row_key(run) not in table.rows:
             self._add_row(run)
-        else:
-            self._redraw_row(run)
+        elif lines == () or run.state != "running":
+            self._redraw_row(run)  # log chunks leave the row to the tick (its line count)
         shown = self.selected_run
         if shown is None or (started and shown.state != "running" and shown is not run):
             self._select(run)
