@@ -29,6 +29,7 @@ from gpudash.tasks.runner import (
     TaskCancelled,
     TaskEvent,
     TaskFinished,
+    TaskLost,
     TaskOutput,
     TaskSkipped,
     TaskStarted,
@@ -265,6 +266,29 @@ async def test_a_missing_file_fails_on_the_file_count(
     assert isinstance(events[-1], TaskFinished) and events[-1].rc == 1
 
 
+async def test_a_destination_that_fails_mid_stream_reports_its_error(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    make_tree(fake_hosts[0].home / "src")
+    fake_hosts[1].write_tool(
+        "tar",
+        "#!/bin/sh\nhead -c 100000 >/dev/null\n"
+        'echo "tar: ./big.bin: Cannot write: No space left on device" >&2\nexit 2\n',
+    )
+    events = await collect(run_copy("h1", dest, prepare(copy_spec(path="~/src")), peer))  # type: ignore[arg-type]
+    end = events[-1]
+    assert isinstance(end, TaskFinished) and end.rc == 1, events[-3:]
+    lines = lines_of(events)
+    assert "h1: tar: ./big.bin: Cannot write: No space left on device" in lines
+    assert "gpudash: tar on h1 (destination) exited 2" in lines
+    deadline = time.monotonic() + 10
+    while copy_leftovers() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert copy_leftovers() == []
+    assert list(fake_hosts[1].home.iterdir()) == []
+
+
 SLOW_TAR = """#!/bin/sh
 # slow-receiver: the real tar, fed 16 KiB every 50 ms
 python3 -c '
@@ -302,6 +326,31 @@ async def test_cancel_mid_copy_stops_both_ends_and_leaves_nothing(
         await asyncio.sleep(0.1)
     assert copy_leftovers() == []
     assert list(fake_hosts[1].home.iterdir()) == [], "the partial copy was left behind"
+
+
+async def test_a_dropped_connection_is_reported_lost_and_cleaned_up(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    """A copy flows through gpudash, so it cannot outlive the connection (unlike a detached
+    job): it is reported lost, and once reconnected the partial copy is removed."""
+    dest, peer = two_hosts
+    make_tree(fake_hosts[0].home / "src")
+    fake_hosts[1].write_tool("tar", SLOW_TAR)
+    events: list[TaskEvent] = []
+    killed = 0
+    async for event in run_copy("h1", dest, prepare(copy_spec(path="~/src")), peer):  # type: ignore[arg-type]
+        events.append(event)  # type: ignore[arg-type]
+        if not killed and isinstance(event, TaskOutput) and event.partial.startswith("copied "):
+            killed = sshd.kill_connections()
+    assert killed >= 1
+    end = events[-1]
+    assert isinstance(end, TaskLost), lines_of(events)
+    assert end.reason == "connection lost during the copy"
+    deadline = time.monotonic() + 10
+    while copy_leftovers() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert copy_leftovers() == []
+    assert list(fake_hosts[1].home.iterdir()) == []
 
 
 async def test_a_timeout_stops_the_copy_and_says_so(
@@ -410,6 +459,8 @@ HOSTS = '[hosts.a]\naddress = "10.0.0.1"\n\n[hosts.b]\naddress = "10.0.0.2"\n\n'
             "c.toml:8: tasks.copy.params.to: expected an absolute path",
         ),
         ('params = { from = "a", pth = "~/x" }', "c.toml:8: tasks.copy.params.pth: unknown"),
+        ('params = { from = "a", to = "~" }', "c.toml:8: tasks.copy.params.to: expected a"),
+        ('params = { from = "a", to = "~/x/../.." }', "tasks.copy.params.to: expected a dir"),
     ],
 )
 def test_copy_params_are_checked_at_load_with_the_key_named(table: str, problem: str):
@@ -419,9 +470,9 @@ def test_copy_params_are_checked_at_load_with_the_key_named(table: str, problem:
 
 
 def test_a_copy_from_a_configured_host_loads():
-    config = parse_config(HOSTS + '[tasks.copy]\nparams = { from = "a", path = "/srv/m" }\n', "c")
+    config = parse_config(HOSTS + '[tasks.copy]\nparams = { from = "a", path = "/srv/m/" }\n', "c")
     spec = config.tasks["copy"]
-    assert (spec.params["from"], spec.params["path"], spec.params["to"]) == ("a", "/srv/m", "")
+    assert (spec.params["from"], spec.params["path"], spec.params["to"]) == ("a", "/srv/m", None)
 
 
 # --- gpudash run copy ---------------------------------------------------------------------------

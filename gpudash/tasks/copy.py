@@ -204,12 +204,14 @@ class Copy:
                 f"{p.source}:{p.path} to {self.host}:{p.to}\n"
             )
             drained = asyncio.ensure_future(_drain(dest_out.rest()))
+            stopped = False
             try:
                 try:
                     await self._pump(first, src_out.rest(), dest, total)
                 except TransportError:  # the receiving end stopped: its rc says why
+                    stopped = True
                     await source.close()
-                src_rc = await source.wait()
+                src_rc = 0 if stopped else await source.wait()
                 await dest.write_eof()
                 said = await drained
             finally:
@@ -219,6 +221,8 @@ class Copy:
             await dest.close()
             if source is not None:
                 await source.close()
+        if src_rc is None or dest_rc is None:
+            raise TransportError("connection lost during the copy")
         tar_said, _ = await _output(
             self.source_t, cs.script(cs.SOURCE_DONE, {"GPUDASH_ERR": self.err_file})
         )
@@ -227,19 +231,19 @@ class Copy:
         for line in said.decode(errors="replace").splitlines():
             if not line.startswith(marker):
                 self.say(f"{self.host}: {line}\n")
-        if src_rc is None or dest_rc is None:
-            raise TransportError("connection lost during the copy")
-        if src_rc != 0:
-            raise CopyFailed(f"tar on {p.source} (source) exited {src_rc}")
         if dest_rc != 0:
             raise CopyFailed(f"tar on {self.host} (destination) exited {dest_rc}")
+        if src_rc != 0:
+            raise CopyFailed(f"tar on {p.source} (source) exited {src_rc}")
+        if stopped:
+            raise CopyFailed(f"the destination {self.host} stopped reading before the end")
         await self._verify()
-        marker_values = {
+        values = {
             "GPUDASH_TO": p.to,
             "GPUDASH_RUN": self.run_id,
             "GPUDASH_REPLACE": "1" if p.replace else "0",
         }
-        out, rc = await _output(self.dest_t, cs.script(cs.FINISH, marker_values))
+        out, rc = await _output(self.dest_t, cs.script(cs.FINISH, values))
         if rc != 0:
             said_text = out.decode(errors="replace").strip() or f"exit status {rc}"
             raise CopyFailed(f"could not move the copy into place: {said_text}")

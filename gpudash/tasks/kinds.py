@@ -278,7 +278,7 @@ KINDS: Mapping[str, Kind] = {
         {
             "from": Param("host", "", doc="the source host (a configured host name)"),
             "path": Param("dir", "~/venvs/serve", doc="the directory to copy, on the source"),
-            "to": Param("path", "", doc="where on the destination; '' = the same path"),
+            "to": Param("dir", None, doc="where on the destination; unset: the same path"),
             "replace": Param("bool", False, doc="replace an existing destination directory"),
         },
         "# copy: streamed by gpudash from the source host (gpudash/tasks/copy.py)\n",

@@ -83,11 +83,11 @@ def host_path(value: object) -> str:
 
 
 def directory(value: object) -> str:
-    """A directory on the host that must be named: like `host_path`, but never ""."""
+    """A directory below / or ~ (never "", / or ~ itself, no `..`), without a trailing /."""
     checked = host_path(value)
-    if not checked.strip("/~"):
-        raise Invalid(f"expected a directory below / or ~, got {show(checked)}")
-    return checked
+    if not checked.strip("/~") or ".." in checked.split("/"):
+        raise Invalid(f"expected a directory below / or ~ (no ..), got {show(checked)}")
+    return checked.rstrip("/")
 
 
 def host_name(value: object) -> str:
