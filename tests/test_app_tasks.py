@@ -6,6 +6,7 @@ job after a restart. Findings come from replayed captures. Waits are on conditio
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -249,6 +250,10 @@ async def test_after_a_restart_the_app_finds_the_running_job_and_follows_it(
     async with first.run_test(size=SIZE) as pilot:
         await open_tasks_and_run(pilot, "3")
         await until(pilot, state_is(first, "h0", "sleepy", "running"), timeout=20)
+        start = time.monotonic()
+        await pilot.press("q")
+        await until(pilot, lambda: first._exit_renderables is not None or not first.is_running)
+        assert time.monotonic() - start < 1.0
     assert sleeping(marker), "quitting the app must leave the job running on the host"
     second = create_app(config)
     async with second.run_test(size=SIZE) as pilot:

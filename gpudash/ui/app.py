@@ -380,7 +380,11 @@ class GpudashApp(App[int]):
         self._quitting = True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + QUIT_BUDGET_S
-        workers = [w for w in self.workers if (w.group or "").startswith("probe:")]
+        # Task workers only follow their jobs: stopping them leaves the jobs running,
+        # detached, on the hosts (a restart finds them again).
+        workers = [
+            w for w in self.workers if (w.group or "").startswith(("probe:", "task:", "jobs:"))
+        ]
         for worker in workers:
             worker.cancel()
         with contextlib.suppress(Exception):
