@@ -177,12 +177,13 @@ class NetRig(Faults):
             net.record(self.run, self._rec)
             first = int(ipaddress.ip_address("127.0.0.10"))
             return [str(ipaddress.ip_address(first + i)) for i in range(self.n)]
-        subnet = net.free_subnet()
         names = [f"gd{self.run}-h{i}" for i in range(self.n)]
         self.client_netns = f"gd{self.run}-client"
-        addresses = net.build(
-            self.run, f"gd{self.run}br", subnet, [*names, self.client_netns], self._rec
-        )
+        with net.locked():  # two runs starting at once must not pick the same subnet
+            subnet = net.free_subnet()
+            addresses = net.build(
+                self.run, f"gd{self.run}br", subnet, [*names, self.client_netns], self._rec
+            )
         self.client_address = addresses[-1]
         self.spare_address = str(subnet.network_address + 5)  # in the subnet, owned by no one
         self.netem = net.has_netem(names[0], "eth0")

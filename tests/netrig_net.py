@@ -9,6 +9,7 @@ atexit handler).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -16,6 +17,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 IP = shutil.which("ip") or "/usr/sbin/ip"
@@ -90,6 +92,15 @@ def new_run_id() -> str:
 
 
 # -- the run registry ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked() -> Iterator[None]:
+    """Machine-wide lock for choosing a subnet and creating the links on it."""
+    REGISTRY.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with (REGISTRY / "lock").open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def record(run: str, data: dict) -> None:
