@@ -181,7 +181,7 @@ class TaskControl:
             run = self.runs[key] = Run(event.host, event.task)
         fold(run, event)
         lines = event.lines if isinstance(event, r.TaskOutput) else ()
-        if isinstance(event, (r.TaskFinished, r.TaskCancelled)):
+        if isinstance(event, (r.TaskFinished, r.TaskCancelled)) and run.started is not None:
             affects = getattr(event, "affects", ()) or None
             self.app.reprobe(event.host, affects)
         return run, lines, isinstance(event, r.TaskStarted)
