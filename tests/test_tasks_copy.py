@@ -217,7 +217,7 @@ async def test_a_tree_arrives_identical_and_every_file_is_verified(
     assert (dst / ODD_NAME).read_text() == "odd\n"
     assert os.access(dst / "bin" / "run.sh", os.X_OK)
     lines = lines_of(events)
-    assert "verified: 4 files (6.0 MiB), 1 links, every sha256 matches" in lines
+    assert "verified: 4 files (6.0 MiB), 1 link, every sha256 matches" in lines
     assert any(line.startswith("copied 6.0 MiB / 6.0 MiB (100%) at ") for line in lines)
     partials = [e.partial for e in events if isinstance(e, TaskOutput) and e.partial]
     assert all(p.startswith("copied ") for p in partials)
@@ -503,9 +503,47 @@ def test_run_copy_streams_progress_and_the_verification(
     assert main(["run", "copy", "h1", "--yes", "--config", config]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "h1 | copying 4 files (6.0 MiB as tar) from h0:~/src to h1:~/src" in out
-    assert "h1 | verified: 4 files (6.0 MiB), 1 links, every sha256 matches" in out
+    assert "h1 | verified: 4 files (6.0 MiB), 1 link, every sha256 matches" in out
     assert any(line.startswith("h1 | == copy: ok (") for line in out)
     assert tree_of(fake_hosts[1].home / "src") == tree_of(fake_hosts[0].home / "src")
+
+
+def test_run_copy_waits_for_its_needs(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from gpudash.cli import main
+
+    make_tree(fake_hosts[0].home / "src")
+    tasks = (
+        '[tasks.prep]\ntitle = "prepare"\nkind = "script"\nrun = "echo no disk; exit 4"\n\n'
+        + COPY_TASKS
+        + 'needs = ["prep"]\n'
+    )
+    config = write_config(sshd, fake_hosts[:2], tmp_path / "c.toml", tasks)
+    assert main(["run", "copy", "h1", "--yes", "--config", config]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("h1 | == prep: failed rc=4") for line in out)
+    assert "h1 | == copy: not run: needs prep, which did not succeed" in out
+    assert not (fake_hosts[1].home / "src").exists()
+
+
+async def test_token_shaped_text_is_masked_in_the_output_and_the_local_log(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    token = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    (fake_hosts[0].home / token).mkdir()
+    (fake_hosts[0].home / token / "f").write_text("x")
+    spec = copy_spec(path=f"~/{token}")
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 0, lines_of(events)
+    assert "copying 1 file (10.0 KiB as tar) from h0:~/hf_******** to h1:~/hf_********" in (
+        lines_of(events)
+    )
+    started = next(e for e in events if isinstance(e, TaskStarted))
+    log = Path(started.log_path).read_text()
+    assert token not in log and "hf_********" in log
+    assert Path(started.log_path).parent.stat().st_mode & 0o777 == 0o700
 
 
 def test_ctrl_c_in_gpudash_run_stops_both_ends(

@@ -200,7 +200,7 @@ class Copy:
             if len(words) > 6 and re.match(r"^/[\w./-]+$", words[6]):
                 self.err_file = words[6]
             self.say(
-                f"copying {files} files ({size_text(total)} as tar) from "
+                f"copying {_count(files, 'file')} ({size_text(total)} as tar) from "
                 f"{p.source}:{p.path} to {self.host}:{p.to}\n"
             )
             drained = asyncio.ensure_future(_drain(dest_out.rest()))
@@ -288,9 +288,13 @@ class Copy:
             )
         links = sum(1 for e in source.entries.values() if e.kind == "l")
         self.say(
-            f"verified: {source.files} files ({size_text(source.size)}), {links} links,"
-            f" every sha256 matches\n"
+            f"verified: {_count(source.files, 'file')} ({size_text(source.size)}),"
+            f" {_count(links, 'link')}, every sha256 matches\n"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _digits(words: list[str], index: int) -> str:

@@ -47,7 +47,11 @@ async def run_copy(
         yield r.TaskBlocked(host, name, f"{host} is both the source and the destination")
         return
     if peer is None:
-        yield r.TaskBlocked(host, name, "a copy runs through run_tasks, which knows the hosts")
+        yield r.TaskBlocked(
+            host,
+            name,
+            "no way to reach the source host here (run_on_host needs peer=fleet_peer(fleet))",
+        )
         return
     source = peer(params.source)
     if source is None:

@@ -492,6 +492,17 @@ async def run_on_host(
             yield event
 
 
+def fleet_peer(fleet: object) -> Callable[[str], Transport | None]:
+    """`run_on_host`'s `peer`: another configured host's transport, by name (a copy's source)."""
+
+    def peer(name: str) -> Transport | None:
+        config = getattr(fleet, "config", None)
+        other = config.host(name) if config is not None else None
+        return fleet.transport(other) if other is not None else None  # type: ignore[attr-defined]
+
+    return peer
+
+
 async def run_tasks(
     fleet: object,
     specs: Mapping[str, TaskSpec],
@@ -503,11 +514,7 @@ async def run_tasks(
 ) -> AsyncIterator[TaskEvent]:
     """`run_on_host` on every host at once, as one stream in arrival order."""
     cancel = cancel or asyncio.Event()
-
-    def peer(name: str) -> Transport | None:
-        config = getattr(fleet, "config", None)
-        other = config.host(name) if config is not None else None
-        return fleet.transport(other) if other is not None else None  # type: ignore[attr-defined]
+    peer = fleet_peer(fleet)
 
     async def one(host: object) -> AsyncIterator[TaskEvent]:
         try:
