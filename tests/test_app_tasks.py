@@ -319,3 +319,32 @@ async def test_the_command_palette_offers_each_task_behind_the_same_confirmation
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         assert "Run uv -> venv on h200-1x" in screen_text(app)
+
+
+async def test_a_reprobe_of_some_sections_runs_only_those_and_the_host_stays_ready() -> None:
+    from gpudash.model import HostStateChanged, SectionDone
+    from gpudash.ui.messages import ProbeEvent
+
+    messages: list[object] = []
+    shown: list[str] = []  # the host's state as each message arrived
+
+    def hook(message: object) -> None:
+        messages.append(message)
+        shown.append(app.results["h200-1x"].state.value)
+
+    app = create_app(replay_config("h200-1x"))
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await until(pilot, settled(app))
+        before = dict(app.results["h200-1x"].sections)
+        messages.clear()
+        shown.clear()
+        app.reprobe("h200-1x", ("env",))  # what a venv/torch/serving task changes
+        await until(pilot, settled(app))
+        await until(pilot, lambda: app.results["h200-1x"].sections["env"] is not before["env"])
+        events = [m.event for m in messages if isinstance(m, ProbeEvent)]
+        assert {e.result.name for e in events if isinstance(e, SectionDone)} == {"env"}
+        after = app.results["h200-1x"].sections
+        assert all(after[name] is before[name] for name in before if name != "env")
+        states = [e.state.value for e in events if isinstance(e, HostStateChanged)]
+        assert "ready" in states
+        assert set(shown) == {"ready"}  # never "connecting" or "probing 1/1" meanwhile
