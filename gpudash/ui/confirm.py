@@ -76,8 +76,8 @@ class ConfirmTask(ModalScreen[bool]):
             with VerticalScroll(id="confirm-script"):
                 yield Static(self._script, markup=False)
             with Horizontal():
-                yield Button("Run (y)", variant="warning", id="confirm-yes")
-                yield Button("Cancel (n)", id="confirm-no")
+                yield Button("Run (y)", variant="warning", id="confirm-yes", compact=True)
+                yield Button("Cancel (n)", id="confirm-no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()
