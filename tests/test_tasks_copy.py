@@ -460,6 +460,7 @@ HOSTS = '[hosts.a]\naddress = "10.0.0.1"\n\n[hosts.b]\naddress = "10.0.0.2"\n\n'
         ),
         ('params = { from = "a", pth = "~/x" }', "c.toml:8: tasks.copy.params.pth: unknown"),
         ('params = { from = "a", to = "~" }', "c.toml:8: tasks.copy.params.to: expected a"),
+        ('sudo = true\nparams = { from = "a" }', "c.toml:8: tasks.copy.sudo: a copy runs as"),
         ('params = { from = "a", to = "~/x/../.." }', "tasks.copy.params.to: expected a dir"),
     ],
 )

@@ -75,8 +75,10 @@ class _Marked:
         return self._chunks
 
 
-async def _output(transport: Transport, script: str) -> tuple[bytes, int | None]:
-    process = await transport.start(script, timeout=CONTROL_TIMEOUT_S)
+async def _output(
+    transport: Transport, script: str, timeout: float = CONTROL_TIMEOUT_S
+) -> tuple[bytes, int | None]:
+    process = await transport.start(script, timeout=timeout)
     try:
         out = b"".join([chunk async for chunk in process.chunks()])
         return out, await process.wait()
@@ -84,10 +86,13 @@ async def _output(transport: Transport, script: str) -> tuple[bytes, int | None]
         await process.close()
 
 
-async def _manifest(transport: Transport, directory: str, where: str) -> cs.Manifest:
+async def _manifest(
+    transport: Transport, directory: str, where: str, timeout: float
+) -> cs.Manifest:
+    """Every entry and every file's sha256 (hashing a model takes minutes: the task's timeout)."""
     marker = "gpudash-manifest-" + _secrets.token_hex(8)
     text = cs.script(cs.MANIFEST, {"GPUDASH_DIR": directory, "GPUDASH_MARK": marker})
-    out, rc = await _output(transport, text)
+    out, rc = await _output(transport, text, timeout)
     at = out.find(marker.encode() + b"\n")
     if rc != 0 or at < 0:
         said = out.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {rc}"]
@@ -275,8 +280,8 @@ class Copy:
         self.say("verifying: sha256 of every file on both hosts\n")
         partial = f"{p.to}.gpudash-copy-{self.run_id}"
         source, dest = await asyncio.gather(
-            _manifest(self.source_t, p.path, f"{p.source} (source)"),
-            _manifest(self.dest_t, partial, f"{self.host} (destination)"),
+            _manifest(self.source_t, p.path, f"{p.source} (source)", self.timeout),
+            _manifest(self.dest_t, partial, f"{self.host} (destination)", self.timeout),
         )
         problems = cs.compare(source, dest)
         if problems:

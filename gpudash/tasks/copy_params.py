@@ -34,11 +34,17 @@ class CopyParams:
 
 
 def check_hosts(tasks: Mapping[str, object], hosts: Iterable[str], report: Report) -> None:
-    """Report `tasks.NAME.params.from` when it names no host of the config."""
+    """Report `tasks.NAME.params.from` when it names no host of the config, and `sudo`
+    (which a copy would otherwise silently not use)."""
     names = list(hosts)
     for name, spec in tasks.items():
         if getattr(spec, "kind", None) != "copy":
             continue
+        if getattr(spec, "sudo", False):
+            report(
+                ("tasks", name, "sudo"),
+                "a copy runs as the login user on both hosts (sudo is not supported)",
+            )
         source = CopyParams.of(getattr(spec, "params", {})).source
         if source and source not in names:
             near = suggest(source, names, value=True)
