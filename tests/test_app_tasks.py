@@ -348,3 +348,21 @@ async def test_a_reprobe_of_some_sections_runs_only_those_and_the_host_stays_rea
         states = [e.state.value for e in events if isinstance(e, HostStateChanged)]
         assert "ready" in states
         assert set(shown) == {"ready"}  # never "connecting" or "probing 1/1" meanwhile
+
+
+async def test_the_copy_task_runs_from_the_app_with_its_source_host(
+    sshd: Sshd, fake_hosts: list[FakeHost]
+) -> None:
+    source, target = fake_hosts[1], fake_hosts[0]
+    (source.home / "data" / "sub").mkdir(parents=True)
+    (source.home / "data" / "sub" / "weights.bin").write_bytes(b"\x00\x01" * 5000)
+    tasks = load_tasks({"copy": {"params": {"from": source.name, "path": "~/data"}}})
+    hosts = tuple(sshd.host_config(h, network_targets=NET) for h in (target, source))
+    app = create_app(Config(None, hosts, tasks=tasks))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "C")
+        await until(pilot, state_is(app, "h0", "copy", "ok", "failed", "lost", "blocked"), 60)
+        run = run_of(app, "h0", "copy")
+        assert run.state == "ok", (run.state, run.detail, list(run.lines)[-5:])
+        copied = target.home / "data" / "sub" / "weights.bin"
+        assert copied.read_bytes() == b"\x00\x01" * 5000

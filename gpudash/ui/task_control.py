@@ -104,7 +104,13 @@ class TaskControl:
         try:
             transport = self.app.fleet.transport(host)
             async for event in r.run_on_host(
-                host, transport, specs, [task], cancel=cancel, facts=self._facts(host.name)
+                host,
+                transport,
+                specs,
+                [task],
+                cancel=cancel,
+                facts=self._facts(host.name),
+                peer=r.fleet_peer(self.app.fleet),  # a copy's source host
             ):
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:  # a bug costs this run, never the app
