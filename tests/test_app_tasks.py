@@ -366,3 +366,16 @@ async def test_the_copy_task_runs_from_the_app_with_its_source_host(
         assert run.state == "ok", (run.state, run.detail, list(run.lines)[-5:])
         copied = target.home / "data" / "sub" / "weights.bin"
         assert copied.read_bytes() == b"\x00\x01" * 5000
+
+
+async def test_the_tasks_screen_keys_follow_the_keys_table_of_the_config() -> None:
+    config = replay_config("h200-1x", keys=(("task-cancel", "k"), ("tasks-close", "escape,z")))
+    app = create_app(config)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        footer = screen_text(app).splitlines()[-1]
+        assert "k Cancel" in footer and "x Cancel" not in footer
+        await pilot.press("z")
+        await until(pilot, lambda: not isinstance(app.screen, TasksScreen))
