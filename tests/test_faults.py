@@ -55,7 +55,8 @@ def test_an_address_nobody_answers_arp_for_is_no_route(netrig: NetRig, tmp_path:
 def test_silent_drop_times_out_with_the_connect_timeout(netrig: NetRig, tmp_path: Path):
     netrig.cut("h3")
     run = probe_cli(netrig, netrig.config_toml(connect_timeout=1.5), workdir=tmp_path)
-    assert_reason(run.hosts["h3"], "connect timed out after 1.5s", netrig.hosts[3].address)
+    h3 = assert_reason(run.hosts["h3"], "connect timed out after 1.5s", netrig.hosts[3].address)
+    assert h3.endswith(":22)") or h3.endswith(f":{netrig.hosts[3].port})")  # nothing answered
     others_fully_probed(run.hosts, "h3")
     assert run.elapsed < 1.5 + 5
 
@@ -137,6 +138,17 @@ def test_a_host_that_accepts_tcp_but_never_speaks_ssh(
 ):
     mute = f'\n[hosts.mute]\naddress = "127.0.0.1"\nport = {mute_listener}\nconnect_timeout = 1.5\n'
     run = probe_cli(netrig, netrig.config_toml() + mute, workdir=tmp_path)
-    assert_reason(run.hosts["mute"], "127.0.0.1", "1.5s")
+    assert_reason(run.hosts["mute"], "127.0.0.1", "1.5s", "TCP connected but no SSH greeting")
     others_fully_probed(run.hosts, "mute")
     assert run.elapsed < 1.5 + 5
+
+
+def test_an_sshd_too_slow_to_finish_the_handshake_is_told_from_a_silent_host(
+    netrig: NetRig, tmp_path: Path
+):
+    """It greets, but key exchange and login need more round trips than connect_timeout."""
+    netrig.set_link("h2", delay_ms=100)
+    config = netrig.config_toml(per_host={"h2": {"connect_timeout": 0.3}})
+    run = probe_cli(netrig, config, workdir=tmp_path)
+    assert_reason(run.hosts["h2"], "connect timed out after 0.3s", "sshd greets")
+    others_fully_probed(run.hosts, "h2")

@@ -114,7 +114,10 @@ async def test_a_host_that_never_speaks_times_out_after_connect_timeout(
         with pytest.raises(TransportError) as err:
             await t.connect()
         assert time.monotonic() - began < 2.5
-    assert err.value.reason == f"mute: connect timed out after 1s (127.0.0.1:{port})"
+    assert err.value.reason == (
+        f"mute: connect timed out after 1s (127.0.0.1:{port}): "
+        "TCP connected but no SSH greeting (not an SSH server, or its sshd is stuck)"
+    )
 
 
 async def test_a_key_the_host_does_not_authorize_fails_auth_with_advice(

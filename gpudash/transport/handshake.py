@@ -34,6 +34,11 @@ async def connect_retrying(budget_s: float | None, **kwargs: Any) -> Any:
     for delay in (*BACKOFF_S, None):
         try:
             return await asyncssh.connect(**kwargs)
+        except asyncio.TimeoutError:
+            why = await _what_answered(kwargs.get("options"))
+            if why:
+                raise asyncio.TimeoutError(why) from None
+            raise
         except (asyncssh.ConnectionLost, ConnectionResetError) as exc:
             pause = delay * random.uniform(0.5, 1.5) if delay is not None else None
             left = deadline - loop.time() if deadline is not None else None
@@ -43,3 +48,31 @@ async def connect_retrying(budget_s: float | None, **kwargs: Any) -> Any:
             if left is not None:
                 kwargs["connect_timeout"] = left - pause
     raise AssertionError("unreachable")
+
+
+async def _what_answered(options: Any) -> str | None:
+    """After a connect timeout on a direct connection: what was at the other end?
+
+    One short TCP look (at most ~0.6 s) tells a silent drop (None: nothing to add) from a
+    port that accepts and never greets, and from an sshd that greets but could not finish.
+    """
+    host, port = getattr(options, "host", None), getattr(options, "port", None)
+    if not host or not port or getattr(options, "tunnel", None):
+        return None
+    if getattr(options, "proxy_command", None):
+        return None
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 0.3)
+    except (OSError, asyncio.TimeoutError):
+        return None
+    try:
+        first = await asyncio.wait_for(reader.read(4), 0.3)
+    except (OSError, asyncio.TimeoutError):
+        first = b""
+    finally:
+        writer.close()
+    if first.startswith(b"SSH-"):
+        return "sshd greets but the key exchange and login did not finish in time"
+    if first:
+        return "TCP connected but what answers is not SSH"
+    return "TCP connected but no SSH greeting (not an SSH server, or its sshd is stuck)"

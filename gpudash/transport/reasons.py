@@ -73,7 +73,8 @@ def _describe(
         return f"ssh error: {exc.reason}"
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         after = f" after {connect_timeout:g}s" if connect_timeout else ""
-        return f"connect timed out{after} ({where})"
+        found = f": {exc}" if str(exc) else ""  # what a look at the port found (handshake.py)
+        return f"connect timed out{after} ({where}){found}"
     if isinstance(exc, socket.gaierror):
         return f"DNS name {where.address} does not resolve ({exc.strerror or exc})"
     if isinstance(exc, ConnectionRefusedError):
