@@ -4,7 +4,8 @@ rounds, a host cut off and back, a probe command that hangs, a slow lossy link.
 Driven through the Fleet API (what the app does: one Fleet, connections reused round after
 round) and `gpudash probe --json`. A connection dropped mid-*task*, with the task's log
 complete after reconnecting, is tested in tests/test_tasks_jobs.py
-(test_reattach_after_a_dropped_connection_*), on this same kind of real sshd.
+(test_a_dropped_connection_loses_no_line_and_doubles_none and
+test_a_restarted_sshd_does_not_stop_the_job), on the same kind of real sshd.
 """
 
 from __future__ import annotations
