@@ -92,11 +92,23 @@ def lines_of(events: list[TaskEvent]) -> list[str]:
     return [line for e in events if isinstance(e, TaskOutput) for line in e.lines]
 
 
-def copy_leftovers() -> list[str]:
-    """Copy processes still running on the (shared) host: either end's tar, sh or stand-in."""
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    needles = ("IFS= read -r s", "tar -cf - .", "tar -xpf -", "slow-receiver")
-    return [line for line in ps.splitlines() if any(n in line for n in needles)]
+def copy_leftovers(hosts: list[FakeHost]) -> list[str]:
+    """Processes still running in the sessions of these fake hosts (their HOME is the host's,
+    set by sshd's SetEnv): either end's sh, tar, timeout or stand-in. Other tests' processes,
+    on other homes, do not count."""
+    homes = {f"HOME={h.home}".encode() for h in hosts}
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            env = set((proc / "environ").read_bytes().split(b"\0"))
+            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if env & homes:
+            found.append(f"{proc.name} {args}")
+    return found
 
 
 @pytest.fixture
@@ -283,9 +295,9 @@ async def test_a_destination_that_fails_mid_stream_reports_its_error(
     assert "h1: tar: ./big.bin: Cannot write: No space left on device" in lines
     assert "gpudash: tar on h1 (destination) exited 2" in lines
     deadline = time.monotonic() + 10
-    while copy_leftovers() and time.monotonic() < deadline:
+    while copy_leftovers(fake_hosts[:2]) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert copy_leftovers() == []
+    assert copy_leftovers(fake_hosts[:2]) == []
     assert list(fake_hosts[1].home.iterdir()) == []
 
 
@@ -317,14 +329,14 @@ async def test_cancel_mid_copy_stops_both_ends_and_leaves_nothing(
             and event.partial.startswith("copied ")
             and not cancel.is_set()
         ):
-            seen_running = bool(copy_leftovers())
+            seen_running = bool(copy_leftovers(fake_hosts[:2]))
             cancel.set()
     assert seen_running, "the copy was not running when cancelled"
     assert isinstance(events[-1], TaskCancelled)
     deadline = time.monotonic() + 10
-    while copy_leftovers() and time.monotonic() < deadline:
+    while copy_leftovers(fake_hosts[:2]) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert copy_leftovers() == []
+    assert copy_leftovers(fake_hosts[:2]) == []
     assert list(fake_hosts[1].home.iterdir()) == [], "the partial copy was left behind"
 
 
@@ -347,9 +359,9 @@ async def test_a_dropped_connection_is_reported_lost_and_cleaned_up(
     assert isinstance(end, TaskLost), lines_of(events)
     assert end.reason == "connection lost during the copy"
     deadline = time.monotonic() + 10
-    while copy_leftovers() and time.monotonic() < deadline:
+    while copy_leftovers(fake_hosts[:2]) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert copy_leftovers() == []
+    assert copy_leftovers(fake_hosts[:2]) == []
     assert list(fake_hosts[1].home.iterdir()) == []
 
 
@@ -365,9 +377,9 @@ async def test_a_timeout_stops_the_copy_and_says_so(
     assert isinstance(end, TaskFinished) and (end.rc, end.timed_out) == (124, True)
     assert "gpudash: the copy did not finish within 2s" in lines_of(events)
     deadline = time.monotonic() + 10
-    while copy_leftovers() and time.monotonic() < deadline:
+    while copy_leftovers(fake_hosts[:2]) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
-    assert copy_leftovers() == []
+    assert copy_leftovers(fake_hosts[:2]) == []
     assert list(fake_hosts[1].home.iterdir()) == []
 
 
@@ -565,14 +577,14 @@ def test_ctrl_c_in_gpudash_run_stops_both_ends(
         lines.append(line)
         if line.startswith("h1 | copying "):
             break
-    running = copy_leftovers()
+    running = copy_leftovers(fake_hosts[:2])
     proc.send_signal(signal.SIGINT)
     rest, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (lines, rest, err)
     assert "h1 | == copy: cancelled" in rest.splitlines()
     assert running, "the copy was not running when interrupted"
     deadline = time.monotonic() + 10
-    while copy_leftovers() and time.monotonic() < deadline:
+    while copy_leftovers(fake_hosts[:2]) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert copy_leftovers() == []
+    assert copy_leftovers(fake_hosts[:2]) == []
     assert list(fake_hosts[1].home.iterdir()) == []
