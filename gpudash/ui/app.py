@@ -31,8 +31,9 @@ from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView
-from gpudash.ui.messages import ProbeEvent, TaskEvent
+from gpudash.ui.messages import ProbeEvent
 from gpudash.ui.panels.base import Panel
+from gpudash.ui.task_actions import TaskActions
 
 QUIT_BUDGET_S = 0.8
 """How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
@@ -48,7 +49,7 @@ def _ui(config: Config, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-class GpudashApp(App[int]):
+class GpudashApp(TaskActions, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
     BINDINGS = keys.bindings(keys.APP_KEYS)
@@ -200,54 +201,6 @@ class GpudashApp(App[int]):
             self.probe([host], self._reprobe_next.pop(host))
         elif self.results[host].state is HostState.READY:
             self.tasks.find_jobs(host)
-
-    # ---- tasks -------------------------------------------------------------------------
-
-    @property
-    def tasks(self) -> Any:
-        """The runs and their workers (gpudash/ui/task_control.py), made on first use."""
-        if self._tasks is None:
-            from gpudash.ui.task_control import TaskControl
-
-            self._tasks = TaskControl(self)
-        return self._tasks
-
-    def task_targets(self) -> list[str]:
-        """Marked hosts in config order, else the selected host."""
-        if self.marked:
-            return [name for name in self.order if name in self.marked]
-        return [self.selected] if self.selected else []
-
-    def request_task(self, task: str, params: Any = None, hosts: list[str] | None = None) -> None:
-        self.tasks.request(task, hosts if hosts is not None else self.task_targets(), params)
-
-    def cancel_run(self, host: str, task: str) -> None:
-        self.tasks.cancel(host, task)
-
-    def action_tasks(self) -> None:
-        from gpudash.ui.tasks_screen import TasksScreen
-
-        if isinstance(self.screen, TasksScreen):
-            self.screen.dismiss(None)
-            return
-        self.push_screen(TasksScreen(self.tasks.specs, self.tasks.runs))
-
-    def action_mark(self) -> None:
-        if self.selected is None:
-            return
-        self.marked ^= {self.selected}
-        self.host_list.set_marked(self.marked)
-
-    @on(TaskEvent)
-    def _task_event(self, message: TaskEvent) -> None:
-        if self._quitting or not self.screen_stack:
-            return
-        run, lines, started = self.tasks.on_event(message.event)
-        from gpudash.ui.tasks_screen import TasksScreen
-
-        for screen in self.screen_stack:
-            if isinstance(screen, TasksScreen):
-                screen.update_run(run, lines, started)
 
     # ---- selection and filter ----------------------------------------------------------
 
