@@ -449,6 +449,14 @@ async def test_an_unset_or_unknown_source_blocks_the_copy(
     assert isinstance(events[-1], TaskBlocked) and "'h7' is not configured" in events[-1].reason
 
 
+def test_the_confirmation_shows_what_each_end_runs_with_values_quoted():
+    shown = prepare(copy_spec(path="~/it's", to="/srv/x y")).shown
+    source, dest = shown.split("# on the destination host", 1)
+    assert source.startswith("# copy from h0: on the source host\n")
+    assert "export GPUDASH_PATH='~/it'\"'\"'s'\n" in source and "exec tar -cf - ." in source
+    assert "export GPUDASH_TO='/srv/x y'\n" in dest and 'tar -xpf - --no-same-owner -C "$T"' in dest
+
+
 # --- config -------------------------------------------------------------------------------------
 
 HOSTS = '[hosts.a]\naddress = "10.0.0.1"\n\n[hosts.b]\naddress = "10.0.0.2"\n\n'

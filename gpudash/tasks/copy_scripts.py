@@ -122,6 +122,31 @@ def script(body: str, values: Mapping[str, str], *, stdin: bool = False) -> str:
     return inner if stdin else "{\n" + inner + "} </dev/null\n"
 
 
+def preview(params: Mapping[str, object]) -> str:
+    """What a confirmation shows for a copy: the script each end runs (a run's own id and
+    marker, made when it starts, appear as RUN and MARK)."""
+    path = str(params.get("path") or "")
+    to = str(params.get("to") or "") or path
+    replace = "1" if params.get("replace") else "0"
+    source = script(SOURCE, {"GPUDASH_PATH": path, "GPUDASH_MARK": "MARK"})
+    dest = script(
+        DEST,
+        {
+            "GPUDASH_TO": to,
+            "GPUDASH_RUN": "RUN",
+            "GPUDASH_REPLACE": replace,
+            "GPUDASH_MARK": "MARK",
+        },
+        stdin=True,
+    )
+    return (
+        f"# copy from {params.get('from') or '(params.from unset)'}: on the source host\n"
+        + source
+        + "# on the destination host, stdin = the archive; then sha256 of every file on both\n"
+        + dest
+    )
+
+
 # --- manifests ---------------------------------------------------------------------------------
 
 

@@ -135,5 +135,9 @@ def prepare(
         if name not in secrets:
             notes.append(f"secret {name} is not set here: the host's own login is used")
     script = render.task_script(env, body, paths=paths)
+    if spec.kind == "copy":  # gpudash streams it: show what each end runs
+        from gpudash.tasks.copy_scripts import preview
+
+        script = preview(spec.params)
     check = render.check_script(env, spec.check, paths=paths) if spec.check else None
     return Prepared(spec, script, check, secrets, files, tuple(notes))
