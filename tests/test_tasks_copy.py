@@ -401,6 +401,21 @@ async def test_shell_syntax_in_paths_arrives_as_literal_text(
     assert not pwned.exists()
 
 
+async def test_a_partial_copy_left_by_a_dead_gpudash_is_removed_by_the_next_run(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    dest, peer = two_hosts
+    (fake_hosts[0].home / "src").mkdir()
+    (fake_hosts[0].home / "src" / "f").write_text("f\n")
+    stale = fake_hosts[1].home / "dst.gpudash-copy-20260101T000000-abcdef"
+    stale.mkdir()
+    (stale / "half").write_text("half a file")
+    spec = copy_spec(path="~/src", to="~/dst")
+    events = await collect(run_copy("h1", dest, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 0, lines_of(events)
+    assert sorted(p.name for p in fake_hosts[1].home.iterdir()) == ["dst"]
+
+
 async def test_an_existing_destination_is_kept_unless_replace_is_set(
     sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
 ):

@@ -55,6 +55,17 @@ if [ -e "$GPUDASH_TO" ] && [ "$GPUDASH_REPLACE" != 1 ]; then
     fail "$GPUDASH_TO already exists on the destination host (replace = true overwrites it)"
 fi
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
+# Each run holds a lock beside its partial copy while it lives; a partial copy whose lock is
+# free was left by a gpudash that died mid-copy, and goes (a *.old is a replaced original).
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$T.lock" && flock -n 9 || fail "cannot lock $T.lock"
+    for old in "$GPUDASH_TO".gpudash-copy-*; do
+        case "$old" in "$T" | *.lock | *.old) continue ;; esac
+        if [ -d "$old" ] && flock -n "$old.lock" true 2>/dev/null; then
+            rm -rf "$old" "$old.lock"
+        fi
+    done
+fi
 mkdir -m 700 "$T" || fail "cannot create $T"
 printf '%s pgid %s\\n' "$GPUDASH_MARK" "$G"
 tar -xpf - --no-same-owner -C "$T"
@@ -87,10 +98,11 @@ FINISH = """\
 T="$GPUDASH_TO.gpudash-copy-$GPUDASH_RUN"
 if [ -e "$GPUDASH_TO" ]; then
     [ "$GPUDASH_REPLACE" = 1 ] || { echo "$GPUDASH_TO appeared meanwhile: not replaced"; exit 3; }
-    mv "$GPUDASH_TO" "$T.old" && mv "$T" "$GPUDASH_TO" && rm -rf "$T.old"
+    mv "$GPUDASH_TO" "$T.old" && mv "$T" "$GPUDASH_TO" && rm -rf "$T.old" || exit 3
 else
-    mv "$T" "$GPUDASH_TO"
+    mv "$T" "$GPUDASH_TO" || exit 3
 fi
+rm -f "$T.lock"
 """
 
 # Stop a copy end: TERM its process group, KILL what is left; then drop the partial copy.
@@ -102,7 +114,9 @@ if alive; then
     while alive && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
     alive && kill -KILL -"$GPUDASH_PGID" 2>/dev/null
 fi
-if [ -n "${GPUDASH_TO:-}" ]; then rm -rf "$GPUDASH_TO.gpudash-copy-$GPUDASH_RUN"; fi
+if [ -n "${GPUDASH_TO:-}" ]; then
+    rm -rf "$GPUDASH_TO.gpudash-copy-$GPUDASH_RUN" "$GPUDASH_TO.gpudash-copy-$GPUDASH_RUN.lock"
+fi
 if [ -n "${GPUDASH_ERR:-}" ]; then rm -f "$GPUDASH_ERR"; fi
 exit 0
 """
