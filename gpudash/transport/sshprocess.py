@@ -17,6 +17,7 @@ import asyncssh
 from gpudash.transport.base import RemoteProcess, TransportError
 
 _CLOSE_GRACE_S = 5.0
+_CANCELLED_GRACE_S = 0.5
 # read() returns as soon as anything has arrived; a large limit only lets a bulk stream (the
 # copy task's tar) come in fewer, bigger pieces, which cuts the per-chunk work (and packets).
 _READ_SIZE = 1 << 20
@@ -73,10 +74,18 @@ class SshProcess(RemoteProcess):
         return self._proc.returncode
 
     async def close(self) -> None:
-        """Close the channel (the remote `timeout -k` is what stops the command)."""
+        """Close the channel (the remote `timeout -k` is what stops the command).
+
+        The wait for the host to confirm is short when the caller is being cancelled (a
+        probe deadline, a quit): a host gone silent would never confirm, and the slot is
+        freed either way.
+        """
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", lambda: 0)() if task else 0
+        grace = _CANCELLED_GRACE_S if cancelling else _CLOSE_GRACE_S
         try:
             self._proc.close()
             with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
-                await asyncio.wait_for(self._proc.wait_closed(), _CLOSE_GRACE_S)
+                await asyncio.wait_for(self._proc.wait_closed(), grace)
         finally:
             self._free()
