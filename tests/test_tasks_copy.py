@@ -451,6 +451,21 @@ async def test_the_check_skips_the_copy_and_a_missing_source_is_a_clear_failure(
     assert [p.name for p in fake_hosts[1].home.iterdir()] == ["done"]
 
 
+async def test_a_copy_within_one_host_works_and_onto_itself_is_skipped(
+    sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
+):
+    _, peer = two_hosts
+    source = peer("h0")  # type: ignore[operator]
+    make_tree(fake_hosts[0].home / "src")
+    spec = copy_spec(path="~/src", to="~/again")
+    events = await collect(run_copy("h0", source, prepare(spec), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskFinished) and events[-1].rc == 0, lines_of(events)
+    assert tree_of(fake_hosts[0].home / "again") == tree_of(fake_hosts[0].home / "src")
+    events = await collect(run_copy("h0", source, prepare(copy_spec(path="~/src")), peer))  # type: ignore[arg-type]
+    assert isinstance(events[-1], TaskSkipped)
+    assert events[-1].reason == "this is the copy's source host"
+
+
 async def test_an_unset_or_unknown_source_blocks_the_copy(
     sshd: Sshd, fake_hosts: list[FakeHost], two_hosts: tuple[Transport, object]
 ):

@@ -133,7 +133,6 @@ class Copy:
         self.pgids: dict[str, str] = {}
         self.err_file = ""
         self._redrawn = False
-        self.done_bytes = 0
         self.timed_out = False
 
     def say(self, text: str) -> None:
@@ -271,7 +270,6 @@ class Copy:
                 shown = now
                 self.emit(_progress(done, total, now - started).encode())
                 self._redrawn = True
-        self.done_bytes = done
         self.emit(_progress(done, total, time.monotonic() - started).encode() + b"\n")
         self._redrawn = False
 

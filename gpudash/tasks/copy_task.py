@@ -44,7 +44,8 @@ async def run_copy(
         yield r.TaskBlocked(host, name, f"set params.from (the source host) in [tasks.{name}]")
         return
     if params.source == host and params.to == params.path:
-        yield r.TaskBlocked(host, name, f"{host} is both the source and the destination")
+        # `gpudash run copy` with no host names every host, the source among them
+        yield r.TaskSkipped(host, name, "this is the copy's source host")
         return
     if peer is None:
         yield r.TaskBlocked(
