@@ -28,7 +28,7 @@ class Key:
 
 APP_KEYS: tuple[Key, ...] = (
     Key("refresh-host", "r", "refresh_host", "Re-probe", "Probe the selected host again"),
-    Key("refresh-all", "R", "refresh_all", "Re-probe all", "Probe every host again"),
+    Key("refresh-all", "R", "refresh_all", "Probe all", "Probe every host again"),
     Key("fleet", "f", "fleet", "Fleet", "One row per host, side by side"),
     Key("filter", "slash", "filter", "Filter", "Filter hosts by name or tag"),
     Key("next-panel", "tab", "app.focus_next", "Next panel", "Move to the next panel", show=False),
@@ -49,7 +49,7 @@ APP_KEYS: tuple[Key, ...] = (
         "Tasks",
         "Tasks: run one on the selected or marked hosts, see its log",
     ),
-    Key("mark", "space", "mark", "Mark", "Mark or unmark the selected host for tasks"),
+    Key("mark", "space", "mark", "Mark", "Mark or unmark the selected host for tasks", show=False),
     Key("help", "question_mark", "help", "Help", "Every key, what it does"),
     Key("quit", "q", "quit", "Quit", "Quit gpudash (stops every probe)", priority=False),
 )

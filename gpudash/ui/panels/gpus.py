@@ -117,7 +117,7 @@ class GpusPanel(Panel):
         data = section.data
         head = self.query_one(".gpus-head", Static)
         notes = self.query_one(".gpus-notes", Static)
-        archs = {g.arch for g in data.gpus}
+        archs = {g.arch for g in data.gpus if g.arch}  # an ERR! GPU has none: not a second arch
         shared_arch = next(iter(archs)) if len(archs) == 1 else None
         if data.missing:
             head.update(remote(data.missing, style="yellow"))
