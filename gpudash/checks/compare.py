@@ -134,10 +134,11 @@ class Groups:
                 if counts_was == counts_now and was == now:
                     continue
                 held = self._holders.get(tag, {}).get(trait, {})
+                flipped = (was and was[0]) != (now and now[0])
                 for value, names in held.items():
-                    # a changed majority can flip anyone; otherwise only the odd ones'
-                    # findings (which quote the group's counts) change
-                    if was != now or (now is not None and value != now[0]):
+                    # a new majority value (or none) can flip anyone; otherwise only the
+                    # odd ones' findings change (they quote the group's counts)
+                    if flipped or (now is not None and value != now[0]):
                         affected |= names
                 affected |= self._outside.get(tag, set())
         affected.discard(name)
