@@ -74,6 +74,7 @@ class HostList(OptionList):
         self, hosts: Iterable[HostConfig], results: Mapping[str, HostResult], **kw: object
     ) -> None:
         self._hosts = tuple(hosts)
+        self._by_name = {h.name: h for h in self._hosts}
         self._results = dict(results)
         self._needle = ""
         self._marked: frozenset[str] = frozenset()
@@ -103,7 +104,8 @@ class HostList(OptionList):
     def update_host(self, result: HostResult) -> None:
         """Redraw one host's row in place."""
         self._results[result.name] = result
-        if result.name in self.visible:
+        host = self._by_name.get(result.name)
+        if host is not None and matches(host, self._needle):  # not `visible`: O(1) per event
             self.replace_option_prompt(
                 result.name, row(result, self._row_width, result.name in self._marked)
             )
