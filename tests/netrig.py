@@ -32,6 +32,7 @@ import getpass
 import ipaddress
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -102,6 +103,8 @@ class NetRig(SshdControl, Faults):
         self.client_key = self.workdir / "client_ed25519"
         self.run = ""
         self.client_netns: str | None = None
+        self.client_address: str | None = None  # the client namespace's, namespace mode only
+        self.spare_address: str | None = None  # on the subnet, owned by nobody: ARP fails
         self.netem = False
         self._rec: dict = {}
         self._relays: dict[str, subprocess.Popen] = {}  # by host name; "" for loopback's one
@@ -120,6 +123,8 @@ class NetRig(SshdControl, Faults):
         self.close()
 
     def up(self) -> NetRig:
+        """Build the network, start every sshd and wait until each answers; on any failure
+        everything built so far is removed before the error propagates."""
         if self.fallback:
             msg = f"netrig: namespaces unavailable ({self.fallback}); hosts are 127.0.0.x aliases"
             warnings.warn(msg, NetRigFallback, stacklevel=2)
@@ -196,7 +201,7 @@ class NetRig(SshdControl, Faults):
     def reset_files(self, host: RigHost) -> None:
         """Empty home, and a bin dir holding only the fake GPU tools."""
         for folder in (host.bin_dir, host.home):
-            subprocess.run(["rm", "-rf", str(folder)], check=True)
+            shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
         if self.captures is not None:
             fakegpu.install(host.bin_dir, self.captures)

@@ -108,7 +108,7 @@ class SshdControl:
             return not pending
 
         wait_until(check, READY_TIMEOUT_S, "sshd answering on every host")
-        if self.mode == "loopback" and "" not in self._relays:
+        if self.mode == "loopback" and hosts and "" not in self._relays:
             self._relay_update(hosts[0])
 
     def kill_sshd(self, host: RigHost | str | int, *, connections: bool = True) -> None:
