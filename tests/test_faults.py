@@ -54,7 +54,8 @@ def test_an_address_nobody_answers_arp_for_is_no_route(netrig: NetRig, tmp_path:
 
 def test_silent_drop_times_out_with_the_connect_timeout(netrig: NetRig, tmp_path: Path):
     netrig.cut("h3")
-    run = probe_cli(netrig, netrig.config_toml(connect_timeout=1.5), workdir=tmp_path)
+    config = netrig.config_toml(per_host={"h3": {"connect_timeout": 1.5}})
+    run = probe_cli(netrig, config, workdir=tmp_path)
     h3 = assert_reason(run.hosts["h3"], "connect timed out after 1.5s", netrig.hosts[3].address)
     if netrig.mode == "netns":  # nothing answered (the loopback fallback's relay does accept)
         assert h3.endswith(f":{netrig.hosts[3].port})"), h3

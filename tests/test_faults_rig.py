@@ -122,7 +122,7 @@ def test_the_loopback_fallback_says_so_and_still_cuts_kills_and_delays(
     rig.kill_sshd(2)
     rig.set_link(0, delay_ms=100)
     config = tmp_path / "c.toml"
-    config.write_text(rig.config_toml(connect_timeout=1.5))
+    config.write_text(rig.config_toml(per_host={"h1": {"connect_timeout": 1.5}}))
     hosts = probe_json(rig, config)
     assert hosts["h0"]["state"] == "ready"
     assert "timed out" in hosts["h1"]["error"]

@@ -93,7 +93,7 @@ def test_a_jump_host_that_fails_names_the_bastion_on_its_targets(netrig: NetRig,
 def test_a_bastion_that_cannot_reach_its_target(netrig: NetRig, tmp_path: Path):
     """h1 answers, but h2 behind it is cut off: the connect through the tunnel times out."""
     netrig.cut("h2")
-    config = netrig.config_toml(connect_timeout=2, per_host={"h2": {"jump": "h1"}})
+    config = netrig.config_toml(per_host={"h2": {"jump": "h1", "connect_timeout": 2}})
     run = probe_cli(netrig, config, workdir=tmp_path)
     assert_reason(run.hosts["h2"], "timed out")
     others_fully_probed(run.hosts, "h2")

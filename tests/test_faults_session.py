@@ -82,7 +82,8 @@ async def test_a_host_cut_off_mid_session_fails_alone_and_comes_back(
     netrig: NetRig, tmp_path: Path
 ):
     path = tmp_path / "gpudash.toml"
-    path.write_text(netrig.config_toml(only=["h0", "h1"], probe_timeout=2, connect_timeout=2))
+    short = {"h1": {"probe_timeout": 2, "connect_timeout": 2}}  # the others keep defaults
+    path.write_text(netrig.config_toml(only=["h0", "h1"], per_host=short))
     async with asyncio.timeout(40), Fleet(load_config(str(path))) as fleet:
 
         async def round_() -> tuple[dict, float]:
@@ -109,7 +110,8 @@ async def test_a_host_cut_off_mid_session_fails_alone_and_comes_back(
 def test_a_probe_command_that_hangs_forever_costs_its_sections_only(netrig: NetRig, tmp_path: Path):
     """nvidia-smi on a wedged driver never returns: its sections time out on the host."""
     netrig.hosts[2].write_tool("nvidia-smi", "#!/bin/sh\nexec sleep 100000\n")
-    run = probe_cli(netrig, netrig.config_toml(section_timeout=2), workdir=tmp_path)
+    config = netrig.config_toml(per_host={"h2": {"section_timeout": 2}})
+    run = probe_cli(netrig, config, workdir=tmp_path)
     h2 = run.hosts["h2"]
     assert h2["state"] == "ready"
     hung = {k for k, v in h2["sections"].items() if v["error"]}
@@ -144,7 +146,9 @@ async def test_the_fleet_api_survives_every_connect_fault_in_one_round(
     wrong.write_text(f"{where} {netrig.hosts[0].host_key}\n")
     path = tmp_path / "gpudash.toml"
     path.write_text(
-        netrig.config_toml(connect_timeout=1.5, per_host={"h3": {"known_hosts": str(wrong)}})
+        netrig.config_toml(
+            per_host={"h2": {"connect_timeout": 1.5}, "h3": {"known_hosts": str(wrong)}}
+        )
     )
     (results,) = await probe_fleet(path, timeout=20)
     assert_fully_probed(results["h0"])
@@ -159,7 +163,7 @@ async def test_a_host_cut_off_mid_probe_keeps_what_arrived_and_times_out(
     h1 = netrig.hosts[1]
     h1.write_tool("nvidia-smi", f'#!/bin/sh\ntouch "{h1.home}/gpu-started"\nexec sleep 60\n')
     path = tmp_path / "gpudash.toml"
-    path.write_text(netrig.config_toml(only=["h0", "h1"], probe_timeout=2))
+    path.write_text(netrig.config_toml(only=["h0", "h1"], per_host={"h1": {"probe_timeout": 2}}))
     arrived: set[str] = set()
     start = time.monotonic()
     async with asyncio.timeout(20), Fleet(load_config(str(path))) as fleet:
