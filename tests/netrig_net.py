@@ -54,9 +54,11 @@ def can_create_namespaces() -> str | None:
     try:  # a container may allow the namespace but not entering it (no CAP_SYS_ADMIN)
         ip("netns", "exec", probe, "true")
         ip("link", "add", f"{probe}v", "type", "veth", "peer", "name", "eth0", "netns", probe)
+        ip("link", "add", f"{probe}b", "type", "bridge")
     except NetError as exc:
         return f"cannot use network namespaces ({exc})"
     finally:
+        ip("link", "del", f"{probe}b", check=False)
         ip("link", "del", f"{probe}v", check=False)
         ip("netns", "del", probe, check=False)
     return None
