@@ -78,3 +78,35 @@ def test_every_connection_shares_one_parse_of_an_unchanged_known_hosts_file(
 
 
 KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIOkS1hjyb7jrZqvS4l0uMXwNOp+fwFgnJvXx0vGk7Sxd"
+
+
+def test_importing_the_ssh_transport_starts_no_subprocess() -> None:
+    """asyncssh's liboqs lookup ran ldconfig, gcc and ld on every gpudash start."""
+    code = (
+        "import subprocess\n"
+        "spawned = []\n"
+        "real = subprocess.Popen.__init__\n"
+        "def spy(self, args, *a, **k):\n"
+        "    spawned.append(args)\n"
+        "    real(self, args, *a, **k)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "import gpudash.transport.ssh\n"
+        "print(spawned)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_asyncssh_libraries_are_still_found_where_the_dynamic_linker_looks(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import ctypes.util
+
+    from gpudash.transport import sharedlibs
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    (tmp_path / "liboqs.so.7").write_bytes(b"")
+    assert sharedlibs.find("oqs") == sharedlibs.find("liboqs") == "liboqs.so.7"
+    real = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+    if "libnettle.so" in real:  # the system's own: the same name ldconfig gives
+        assert ctypes.util.find_library("nettle") in real
