@@ -14,7 +14,9 @@ between runs), with the same parallelism (`--forks`):
   ansible   `ansible all -m setup -f forks` (ansible-core from PyPI, installed by this
             script into .bench-venv/), inventory = the same hosts, key and known_hosts
 
-gpudash and openssh: median of --rounds runs; ansible: one run (it is the slow one).
+gpudash and openssh: median of --rounds runs, interleaved; ansible: one run (the slow one).
+The machine's load average is printed with the table: the host side of every contender
+runs on the same CPUs, so a loaded machine slows all three.
 Targets (issue 6): gpudash within 1.2x of openssh at every N and RTT; ansible >= 5x slower.
 """
 
@@ -161,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
                 for n in args.sizes:
                     forks = min(n, args.forks)
                     c = Contenders(rig, n, forks, Path(tmp) / f"n{n}-rtt{rtt}")
-                    g = statistics.median(c.gpudash() for _ in range(args.rounds))
-                    o = statistics.median(c.openssh() for _ in range(args.rounds))
+                    gs, os_ = [], []
+                    for _ in range(args.rounds):  # interleaved: load drift hits both alike
+                        gs.append(c.gpudash())
+                        os_.append(c.openssh())
+                    g, o = statistics.median(gs), statistics.median(os_)
                     a = None if args.no_ansible else c.ansible()
                     rows.append((n, rtt, forks, g, o, a))
                     print(
@@ -170,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                         + ("" if a is None else f", ansible {a:.2f} s"),
                         flush=True,
                     )
-    print()
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(
         "|   N | RTT ms | forks | gpudash s | OpenSSH s | Ansible s "
         "| gpudash/OpenSSH | Ansible/gpudash |"
