@@ -48,7 +48,7 @@ def task_table(marker: str) -> dict[str, dict[str, object]]:
             "key": "5",
             "run": (
                 "echo start\n"
-                "i=0; while [ $i -le 5 ]; do printf '\\r%d%%' $((i * 20)); sleep 0.4;"
+                "i=0; while [ $i -le 10 ]; do printf '\\r%d%%' $((i * 10)); sleep 0.4;"
                 " i=$((i + 1)); done\n"
                 'printf "\\n"\necho end\n'
             ),

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
@@ -187,7 +188,11 @@ class GpudashApp(TaskActions, App[int]):
                 self._partial.discard(event.host)
         snapshot = apply(self.results[event.host], event)
         self.results[event.host] = snapshot
-        self.host_list.update_host(snapshot)
+        try:
+            host_list = self.host_list
+        except NoMatches:  # the app is closing (a re-probe after a task ended late)
+            return
+        host_list.update_host(snapshot)
         if event.host == self.selected:
             self.host_view.show(snapshot)
         for screen in self.screen_stack:

@@ -6,7 +6,10 @@ The runs themselves and their workers are `TaskControl`'s (gpudash/ui/task_contr
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
+
+from textual.css.query import NoMatches
 
 from gpudash.ui.messages import TaskEvent
 
@@ -64,4 +67,5 @@ class TaskActions:
 
         for screen in self.screen_stack:
             if isinstance(screen, TasksScreen):
-                screen.update_run(run, lines, started)
+                with contextlib.suppress(NoMatches):  # a screen being torn down
+                    screen.update_run(run, lines, started)
