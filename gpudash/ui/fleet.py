@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from rich.text import Text
@@ -12,7 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from gpudash.model import HostResult
 from gpudash.ui import keys
-from gpudash.ui.fleet_columns import COLUMNS, cell, majority, sort_key
+from gpudash.ui.fleet_columns import COLUMNS, cell, majority_of, sort_key
 
 
 class FleetScreen(Screen[str | None]):
@@ -26,6 +27,9 @@ class FleetScreen(Screen[str | None]):
         self._results = dict(results)
         self._sort: int | None = None  # index into COLUMNS; None = config order
         self._cells: dict[str, dict[str, Text]] = {}
+        self._usual: dict[str, str | None] = {}  # each column's majority, as last drawn
+        self._values: dict[str, dict[str, str | None]] = {}  # host -> column -> value
+        self._counts: dict[str, Counter[str]] = {c.key: Counter() for c in COLUMNS}
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="fleet-title")
@@ -51,13 +55,23 @@ class FleetScreen(Screen[str | None]):
 
     def update_host(self, result: HostResult) -> None:
         self._results[result.name] = result
-        self.refresh_rows()
+        self.refresh_rows([result.name])
 
-    def refresh_rows(self) -> None:
-        """Write only the cells that changed, by row key (host) and column key."""
+    def refresh_rows(self, changed: Iterable[str] | None = None) -> None:
+        """Write only the cells that changed, by row key (host) and column key.
+
+        With `changed`, only those hosts' rows are rebuilt, and every row only when a
+        column's usual value moved: rebuilding all rows on each probe event cost O(hosts²)
+        cell renders a round (1000 hosts: seconds of frozen screen)."""
         table = self.query_one(DataTable)
-        hosts = [self._results[n] for n in self._order]
-        usual = {c.key: majority(hosts, c) for c in COLUMNS}
+        names = self._order if changed is None else [n for n in changed if n in self._results]
+        for name in names:
+            self._tally(self._results[name])
+        usual = {c.key: majority_of(self._counts[c.key]) for c in COLUMNS}
+        if changed is None or usual != self._usual:
+            names = self._order
+        self._usual = usual
+        hosts = [self._results[n] for n in names]
         with self.app.batch_update():
             for host in hosts:
                 row = {c.key: cell(host, c, usual[c.key]) for c in COLUMNS}
@@ -69,6 +83,22 @@ class FleetScreen(Screen[str | None]):
                         if old[key] != value:
                             table.update_cell(host.name, key, value, update_width=True)
                 self._cells[host.name] = row
+
+    def _tally(self, result: HostResult) -> None:
+        """Move this host's column values in the per-column counts the majorities use."""
+        new = {c.key: c.value(result) for c in COLUMNS}
+        old = self._values.get(result.name, {})
+        for key, value in new.items():
+            was = old.get(key)
+            if was == value:
+                continue
+            if was is not None:
+                self._counts[key][was] -= 1
+                if not self._counts[key][was]:
+                    del self._counts[key][was]
+            if value is not None:
+                self._counts[key][value] += 1
+        self._values[result.name] = new
 
     def _apply_sort(self) -> None:
         order = {n: i for i, n in enumerate(self._order)}

@@ -114,10 +114,14 @@ COLUMNS: tuple[Column, ...] = (
 
 def majority(hosts: Iterable[HostResult], column: Column) -> str | None:
     """The most common reported value of a column, when at least two hosts report one."""
-    values = [v for h in hosts if (v := column.value(h)) is not None]
-    if len(values) < 2:
+    return majority_of(Counter(v for h in hosts if (v := column.value(h)) is not None))
+
+
+def majority_of(counts: Counter[str]) -> str | None:
+    """`majority` from counts of the reported values (kept up to date by the fleet view)."""
+    if sum(counts.values()) < 2:
         return None
-    (value, count), *rest = [*Counter(values).most_common(2), (None, 0)]
+    (value, count), *rest = [*counts.most_common(2), (None, 0)]
     return value if count > rest[0][1] else None
 
 
