@@ -1,0 +1,57 @@
+"""The app with many hosts: the fleet view keeps up with probe events by redrawing one row
+(and every row only when a column's majority moves), and stays right while doing so.
+
+The 1000-host figures (settle time, key latency, RSS) are bench/bench_scale.py's `app`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gpudash.config import Config, HostConfig
+from gpudash.model import SectionDone
+from gpudash.ui import create_app
+from gpudash.ui.fleet import FleetScreen
+from gpudash.ui.messages import ProbeEvent
+
+SAVED = Path(__file__).parent / "fixtures" / "saved"
+
+
+async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {condition}")
+        await pilot.pause(0.02)
+
+
+def odd(fleet: FleetScreen, host: str, column: str = "gpus") -> bool:
+    """Whether the fleet view highlights `host`'s cell as differing from most hosts."""
+    return "reverse" in str(fleet._cells[host][column].style)
+
+
+async def test_the_fleet_view_moves_its_highlight_when_probe_events_change_the_majority():
+    names = ["one-a", "one-b", "eight-a", "eight-b", "eight-c"]
+    dirs = ["h200-1x", "h200-1x", "dgx-h200", "dgx-h200", "dgx-h200"]
+    hosts = tuple(
+        HostConfig(name=n, transport="replay", replay_dir=str(SAVED / d))
+        for n, d in zip(names, dirs, strict=True)
+    )
+    app = create_app(Config(None, hosts))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, lambda: all(r.elapsed_s is not None for r in app.results.values()))
+        await until(pilot, lambda: not app._busy)
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen._cells)
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        assert [n for n in names if odd(fleet, n)] == ["one-a", "one-b"]
+
+        one_gpu = app.results["one-a"].sections["gpus"]
+        for name in ["eight-a", "eight-b"]:  # now three hosts have one GPU: the majority
+            app.post_message(ProbeEvent(SectionDone(name, one_gpu)))
+        await until(pilot, lambda: not odd(fleet, "one-a"))
+        assert [n for n in names if odd(fleet, n)] == ["eight-c"]
+        assert fleet.rows == names
