@@ -6,10 +6,12 @@ A task prints --lines numbered lines as fast as it can on a test-sshd host (test
 Measured, each a median of --rounds, all in this one run:
 - app: the real app (headless, 100x30) with the tasks screen open: from the `y` of the
   confirmation to the last line on the log pane; lines/s reaching the pane;
-- key latency while it streams: every 50 ms a key (pageup/pagedown on the runs table) is
+- key latency while it streams: every 20 ms a key (pageup/pagedown on the runs table) is
   posted; its latency is the time until the focused widget dispatches it (where its binding
   runs), the wait behind the log traffic included. Target: under 100 ms;
-- loop lag: how late a 20 ms timer fires while streaming (what any key or redraw waits);
+- loop lag: how late a 20 ms timer fires (what any key or redraw waits). Both are given from
+  the `y` on (the confirmation closing repaints the whole screen once) and for the streaming
+  itself (from the first line on the pane to the last);
 - memory: the app's RSS before the task and its peak while streaming (the log pane and the
   app's buffer hold RING_LINES lines; the full log is on disk);
 - baselines: `gpudash run` of the same task headless (stdout to /dev/null), and `ssh cat`
@@ -73,7 +75,7 @@ async def app_round(sshd: Sshd, lines: int) -> dict[str, float]:
         {"flood": {"title": "flood", "kind": "script", "key": "1", "run": body(lines)}}
     )
     config = Config(None, (sshd.host_config(host, network_targets=NET),), tasks=tasks)
-    latencies: list[float] = []
+    latencies: list[tuple[float, float]] = []  # (posted at, latency)
     posted: dict[int, float] = {}
 
     app = create_app(config, theme="textual-dark")
@@ -90,7 +92,7 @@ async def app_round(sshd: Sshd, lines: int) -> dict[str, float]:
         async def timed_dispatch(message):  # type: ignore[no-untyped-def]
             start = posted.pop(id(message), None)
             if start is not None:
-                latencies.append(time.perf_counter() - start)
+                latencies.append((start, time.perf_counter() - start))
             return await original(message)
 
         table._dispatch_message = timed_dispatch  # type: ignore[method-assign]
@@ -100,6 +102,7 @@ async def app_round(sshd: Sshd, lines: int) -> dict[str, float]:
         done = asyncio.Event()
         peak = [rss_before]
         lags: list[float] = []
+        offsets: list[float] = []
 
         async def keys() -> None:
             n = 0
@@ -109,20 +112,24 @@ async def app_round(sshd: Sshd, lines: int) -> dict[str, float]:
                 posted[id(event)] = time.perf_counter()
                 app.post_message(event)
                 n += 1
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.02)
 
         async def ticker() -> None:
             while not done.is_set():
                 t = time.perf_counter()
                 await asyncio.sleep(0.02)
                 lags.append(time.perf_counter() - t - 0.02)
+                offsets.append(t)
                 peak[0] = max(peak[0], rss_mib())
 
         jobs = [asyncio.ensure_future(keys()), asyncio.ensure_future(ticker())]
         pane = None
+        streaming = None  # when the first line reached the pane
         while True:
             if isinstance(app.screen, TasksScreen):
                 pane = app.screen.query_one(LogPane)
+                if streaming is None and pane.text_lines:
+                    streaming = time.perf_counter()
                 if pane.text_lines and pane.text_lines[-1] == last:
                     break
             if time.perf_counter() - start > 300:
@@ -136,14 +143,19 @@ async def app_round(sshd: Sshd, lines: int) -> dict[str, float]:
         assert run.received == lines, (run.received, lines)
         assert pane is not None and len(pane.text_lines) <= RING_LINES
         held = len(pane.text_lines)
-    latencies.sort()
+    every = sorted(lat for _, lat in latencies)
+    steady = sorted(lat for at, lat in latencies if streaming is not None and at >= streaming)
+    steady_lags = [lag for lag, at in zip(lags, offsets, strict=True) if at >= (streaming or 0)]
     return {
         "seconds": elapsed,
-        "keys": len(latencies),
-        "key_p50": statistics.median(latencies) * 1000,
-        "key_p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        "key_max": latencies[-1] * 1000,
+        "keys": len(every),
+        "key_p50": statistics.median(every) * 1000,
+        "key_max": every[-1] * 1000,
+        "steady_keys": len(steady),
+        "steady_p50": statistics.median(steady or [0.0]) * 1000,
+        "steady_max": max(steady or [0.0]) * 1000,
         "lag_max": max(lags) * 1000,
+        "steady_lag_max": max(steady_lags or [0.0]) * 1000,
         "rss_before": rss_before,
         "rss_peak": peak[0],
         "held": held,
@@ -220,10 +232,15 @@ def main() -> None:
     print(f"{'gpudash run (headless, same task)':<44} {head_s:>8.2f} {n / head_s:>10,.0f}")
     print(f"{'ssh cat of the finished log':<44} {cat_s:>8.2f} {n / cat_s:>10,.0f}")
     print(
-        f"keys while streaming: {int(med('keys'))} per round, latency p50 {med('key_p50'):.1f} ms,"
-        f" p99 {med('key_p99'):.1f} ms, max {med('key_max'):.1f} ms (target < 100 ms)"
+        f"keys from y to the end: {int(med('keys'))} per round,"
+        f" latency p50 {med('key_p50'):.1f} ms,"
+        f" max {med('key_max'):.1f} ms; event-loop lag (20 ms timer) max {med('lag_max'):.1f} ms"
     )
-    print(f"event-loop lag (20 ms timer), worst: {med('lag_max'):.1f} ms")
+    print(
+        f"keys while lines stream: {int(med('steady_keys'))} per round, latency p50"
+        f" {med('steady_p50'):.1f} ms, max {med('steady_max'):.1f} ms (target < 100 ms);"
+        f" loop lag max {med('steady_lag_max'):.1f} ms"
+    )
     print(
         f"app RSS: {med('rss_before'):.0f} MiB before the task, peak {med('rss_peak'):.0f} MiB"
         f" while streaming; the pane holds {int(med('held'))} lines (ring {RING_LINES})"
