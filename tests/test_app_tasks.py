@@ -379,3 +379,23 @@ async def test_the_tasks_screen_keys_follow_the_keys_table_of_the_config() -> No
         assert "k Cancel" in footer and "x Cancel" not in footer
         await pilot.press("z")
         await until(pilot, lambda: not isinstance(app.screen, TasksScreen))
+
+
+async def test_a_fix_key_carries_the_findings_parameters_into_the_task() -> None:
+    from gpudash.config import parse_config
+
+    saved = Path(__file__).parent / "fixtures" / "saved" / "h200-1x"
+    config = parse_config(
+        f'[hosts.box]\ntransport = "replay"\nreplay_dir = "{saved}"\n'
+        'expect = { models = ["acme/tiny-model-7b"] }\n',
+        "gpudash.toml",
+    )
+    app = create_app(config)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "expect.model_missing [m]" in screen_text(app))
+        await pilot.press("tab")
+        await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+        text = screen_text(app)
+        assert "box: model" in text and "GPUDASH_REPO=acme/tiny-model-7b" in text
