@@ -40,7 +40,7 @@ def test_no_route_to_host(netrig: NetRig, tmp_path: Path):
     run = probe_cli(netrig, netrig.config_toml(connect_timeout=5), workdir=tmp_path)
     assert_reason(run.hosts["h2"], "no route to host", netrig.hosts[2].address)
     others_fully_probed(run.hosts, "h2")
-    assert run.elapsed < 5  # refused by the kernel at once, not waited out
+    assert run.hosts["h2"]["elapsed_s"] < 3  # refused by the kernel at once, not waited out
 
 
 def test_an_address_nobody_answers_arp_for_is_no_route(netrig: NetRig, tmp_path: Path):
@@ -60,7 +60,7 @@ def test_silent_drop_times_out_with_the_connect_timeout(netrig: NetRig, tmp_path
     if netrig.mode == "netns":  # nothing answered (the loopback fallback's relay does accept)
         assert h3.endswith(f":{netrig.hosts[3].port})"), h3
     others_fully_probed(run.hosts, "h3")
-    assert run.elapsed < 1.5 + 5
+    assert run.hosts["h3"]["elapsed_s"] < 1.5 + 2
 
 
 def test_a_dns_name_that_does_not_resolve(netrig: NetRig, tmp_path: Path):
@@ -142,7 +142,7 @@ def test_a_host_that_accepts_tcp_but_never_speaks_ssh(
     run = probe_cli(netrig, netrig.config_toml() + mute, workdir=tmp_path)
     assert_reason(run.hosts["mute"], "127.0.0.1", "1.5s", "TCP connected but no SSH greeting")
     others_fully_probed(run.hosts, "mute")
-    assert run.elapsed < 1.5 + 5
+    assert run.hosts["mute"]["elapsed_s"] < 1.5 + 2
 
 
 def test_an_sshd_too_slow_to_finish_the_handshake_is_told_from_a_silent_host(

@@ -97,7 +97,7 @@ def test_a_bastion_that_cannot_reach_its_target(netrig: NetRig, tmp_path: Path):
     run = probe_cli(netrig, config, workdir=tmp_path)
     assert_reason(run.hosts["h2"], "timed out")
     others_fully_probed(run.hosts, "h2")
-    assert run.elapsed < 2 + 6
+    assert run.hosts["h2"]["elapsed_s"] < 2 + 2
 
 
 def test_max_sessions_0_is_a_clear_refusal_not_a_wait(netrig: NetRig, tmp_path: Path):
@@ -137,4 +137,4 @@ def test_a_server_that_always_hangs_up_is_retried_then_named(
     run = probe_cli(netrig, netrig.config_toml() + extra, workdir=tmp_path)
     assert_reason(run.hosts["closer"], "closed by the server before login", "MaxStartups")
     others_fully_probed(run.hosts, "closer")
-    assert run.elapsed < 3 + 5
+    assert run.hosts["closer"]["elapsed_s"] < 3 + 2

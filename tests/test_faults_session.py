@@ -121,7 +121,7 @@ def test_a_probe_command_that_hangs_forever_costs_its_sections_only(netrig: NetR
     for name in h2["sections"].keys() - hung:
         assert h2["sections"][name]["data"] is not None
     others_fully_probed(run.hosts, "h2")
-    assert run.elapsed < 2 + 8
+    assert h2["elapsed_s"] < 2 + 8  # the hung sections cost their timeout, not forever
 
 
 def test_200ms_rtt_with_5_percent_loss_completes_slower(netrig: NetRig, tmp_path: Path):
