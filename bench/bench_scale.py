@@ -126,20 +126,42 @@ async def main():
         await pilot.pause()
         out["settled_s"] = round(time.perf_counter() - t0, 2)
 
-        async def key(k):
+        from textual import events
+        from textual.widgets import DataTable
+
+        async def key(k, done):
+            # Send one key as a terminal would; wait until done() holds and every widget
+            # has processed what the key caused; then paint one full frame.
             start = time.perf_counter()
-            await pilot.press(k)
-            await pilot.pause()  # the key handled and every message it caused processed
+            app._driver.send_message(events.Key(k, None))
+            deadline = time.perf_counter() + 10
+            while not done():
+                if time.perf_counter() > deadline:
+                    raise SystemExit(f"key {k!r} was not answered within 10 s")
+                await asyncio.sleep(0.0005)
+            await pilot._wait_for_screen()
+            app.screen._compositor.render_strips(app.screen.size)
             return (time.perf_counter() - start) * 1000
 
-        host_keys = [await key(k) for k in ["down"] * 20 + ["up"] * 20]
-        fleet_open = await key("f")
-        fleet_keys = [await key(k) for k in ["down"] * 20 + ["up"] * 20]
+        hosts_list = app.query_one("#hosts")
+        host_keys = []
+        for k in ["down"] * 20 + ["up"] * 20:
+            want = (hosts_list.highlighted + (1 if k == "down" else -1)) % n  # it wraps
+            host_keys.append(await key(k, lambda w=want: hosts_list.highlighted == w
+                                       and app.selected == hosts_list.highlighted_host))
+        fleet_open = await key("f", lambda: type(app.screen).__name__ == "FleetScreen")
+        table = app.screen.query_one(DataTable)
+        fleet_keys = []
+        for k in ["down"] * 20 + ["up"] * 20:
+            want = min(n - 1, max(0, table.cursor_row + (1 if k == "down" else -1)))
+            fleet_keys.append(await key(k, lambda w=want: table.cursor_row == w))
+        sort_ms = await key("o", lambda: True)
         out["host_list_key_ms"] = {"median": round(statistics.median(host_keys), 1),
                                    "max": round(max(host_keys), 1)}
         out["fleet_open_ms"] = round(fleet_open, 1)
         out["fleet_key_ms"] = {"median": round(statistics.median(fleet_keys), 1),
                                "max": round(max(fleet_keys), 1)}
+        out["fleet_sort_ms"] = round(sort_ms, 1)
         out["peak_rss_mb"] = round(hwm_mb(), 1)
         await pilot.press("q")
     print(json.dumps(out))
