@@ -101,7 +101,7 @@ async def test_a_host_cut_off_mid_session_fails_alone_and_comes_back(
         others_fully_probed(second, "h1")
         # bounded by the probe timeout and its 5 s grace for the host's own `timeout -k`
         # to report (+ slack for a loaded machine), not by TCP's minutes of retransmits
-        assert took < 2 + 5 + 3, took
+        assert second["h1"]["elapsed_s"] < 2 + 5 + 3, took
         netrig.restore("h1")
         third, _ = await round_()
         others_fully_probed(third)
@@ -179,4 +179,4 @@ async def test_a_host_cut_off_mid_probe_keeps_what_arrived_and_times_out(
     assert_fully_probed(results["h0"])
     # probe_timeout and its 5 s grace for the host's own `timeout -k` (+ slack); no further
     # wait for a silent host to confirm the channel's close (it used to add 5 s)
-    assert took < 2 + 5 + 2, took
+    assert results["h1"]["elapsed_s"] < 2 + 5 + 2, took
