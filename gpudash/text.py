@@ -11,15 +11,16 @@ from __future__ import annotations
 import re
 
 # CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), other two-byte ESC sequences, and
-# 8-bit C1 CSI/OSC introducers.
+# 8-bit C1 CSI/OSC introducers. None spans a newline, so cleaning many lines at once equals
+# cleaning each (an unterminated OSC cannot swallow the lines after it).
 _ESCAPE = re.compile(
     r"""
     \x1b\[[0-?]*[ -/]*[@-~]          # CSI
-    | \x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?   # OSC, terminated by BEL or ST (or cut short)
-    | \x1b[PX^_][^\x1b]*(?:\x1b\\)?  # DCS, SOS, PM, APC
+    | \x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?   # OSC, ended by BEL or ST (or cut short)
+    | \x1b[PX^_][^\x1b\n]*(?:\x1b\\)?  # DCS, SOS, PM, APC
     | \x1b[@-Z\\-_]                  # other Fe sequences
     | \x9b[0-?]*[ -/]*[@-~]          # 8-bit CSI
-    | \x9d[^\x07\x9c]*(?:\x07|\x9c)? # 8-bit OSC
+    | \x9d[^\x07\x9c\n]*(?:\x07|\x9c)? # 8-bit OSC
     """,
     re.VERBOSE,
 )
