@@ -1,10 +1,7 @@
-"""The gpudash app: composition, keys and event routing; no I/O of its own.
+"""The gpudash app: composition, selection and keys; no I/O of its own.
 
-Each host has one probe worker (group `probe:<host>`, exclusive), which iterates the core's
-`Fleet.probe([host])` and posts every event as a `ProbeEvent`. The handler folds it into the
-host's frozen `HostResult` with the core's one reducer and hands the new snapshot to the
-widgets that show that host. With a refresh interval the worker sleeps and probes again, so
-a host's rounds never overlap and a slow host only ever delays itself.
+The probe workers and the routing of their events are `ProbeRouting`'s
+(gpudash/ui/probing.py), the task keys `TaskActions`' (gpudash/ui/task_actions.py).
 """
 
 from __future__ import annotations
@@ -19,29 +16,26 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
-from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gpudash.config import Config
 from gpudash.fleet import Fleet
 from gpudash.headstart import HeadStart
-from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
+from gpudash.model import HostResult
 from gpudash.ui import keys
 from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView
-from gpudash.ui.messages import ProbeEvent
 from gpudash.ui.panels.base import Panel
+from gpudash.ui.probing import ProbeRouting
 from gpudash.ui.task_actions import TaskActions
 
 QUIT_BUDGET_S = 0.8
 """How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
 
 DEFAULT_THEME = "textual-dark"
-
-_ROUND_START = (HostState.CONNECTING, HostState.PROBING)
 
 
 def _ui(config: Config, name: str, default: Any) -> Any:
@@ -50,7 +44,7 @@ def _ui(config: Config, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-class GpudashApp(TaskActions, App[int]):
+class GpudashApp(ProbeRouting, TaskActions, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
     BINDINGS = keys.bindings(keys.APP_KEYS)
@@ -121,91 +115,6 @@ class GpudashApp(TaskActions, App[int]):
     @property
     def host_view(self) -> HostView:
         return self.screen_stack[0].query_one(HostView)
-
-    # ---- probing -----------------------------------------------------------------------
-
-    def probe(self, names: Iterable[str], sections: tuple[str, ...] | None = None) -> list[str]:
-        """Start a probe round (of only `sections`, when given) for each named host that
-        is not probing already."""
-        started = []
-        for name in names:
-            if name in self._busy or self._quitting:
-                continue
-            self._busy.add(name)  # before the worker runs, so a second `r` is a no-op
-            self.run_worker(
-                self._probe_loop(name) if sections is None else self._probe_once(name, sections),
-                name=f"probe {name}",
-                group=f"probe:{name}",
-                description=f"Probing {name}",
-                exclusive=True,
-                exit_on_error=False,
-            )
-            started.append(name)
-        return started
-
-    async def _probe_loop(self, name: str) -> None:
-        while True:
-            self._busy.add(name)
-            begun = self._head_start.take(name) if self._head_start else None
-            try:
-                async for event in begun or self.fleet.probe([name]):
-                    self.post_message(ProbeEvent(event))
-            finally:
-                self._busy.discard(name)
-                self.call_later(self._after_round, name)
-            if self.refresh_s <= 0:
-                return
-            await asyncio.sleep(self.refresh_s)
-
-    async def _probe_once(self, name: str, sections: tuple[str, ...]) -> None:
-        """Only `sections` (what a task changed); the host stays ready meanwhile."""
-        self._partial.add(name)
-        try:
-            async for event in self.fleet.probe([name], sections):
-                self.post_message(ProbeEvent(event))
-        finally:
-            self._busy.discard(name)
-            self.call_later(self._after_round, name)
-
-    def reprobe(self, host: str, sections: tuple[str, ...] | None) -> None:
-        """After a task: probe what it changed now, or right after the round in progress."""
-        if host in self._busy:
-            pending = self._reprobe_next.get(host, ())
-            merged = None if sections is None or pending is None else (*pending, *sections)
-            self._reprobe_next[host] = None if merged is None else tuple(dict.fromkeys(merged))
-            return
-        self.probe([host], sections)
-
-    @on(ProbeEvent)
-    def _probe_event(self, message: ProbeEvent) -> None:
-        event = message.event
-        if event.host not in self.results or self._quitting or not self.screen_stack:
-            return
-        if event.host in self._partial:
-            if isinstance(event, HostStateChanged) and event.state in _ROUND_START:
-                return  # a partial round: the row keeps saying ready
-            if isinstance(event, ProbeFinished):
-                self._partial.discard(event.host)
-        snapshot = apply(self.results[event.host], event)
-        self.results[event.host] = snapshot
-        try:
-            host_list = self.host_list
-        except NoMatches:  # the app is closing (a re-probe after a task ended late)
-            return
-        host_list.update_host(snapshot)
-        if event.host == self.selected:
-            self.host_view.show(snapshot)
-        for screen in self.screen_stack:
-            if isinstance(screen, FleetScreen):
-                screen.update_host(snapshot)
-
-    def _after_round(self, host: str) -> None:
-        if self._quitting or host in self._busy:
-            return
-        if host in self._reprobe_next:
-            self.probe([host], self._reprobe_next.pop(host))
-        elif self.results[host].state is HostState.READY:
-            self.tasks.find_jobs(host)
 
     # ---- selection and filter ----------------------------------------------------------
 

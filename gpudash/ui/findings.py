@@ -147,8 +147,12 @@ class FindingsPanel(Panel):
     def show(self, host: HostResult) -> None:
         if host.findings is self._findings and host.name == self._host:
             return
+        findings = tuple(host.findings)
         self._host = host.name
-        self._findings = tuple(host.findings)
+        if findings and findings == self._findings:
+            self._findings = findings  # another host with the same verdict: drawn already
+            return
+        self._findings = findings
         status = self.query_one(".panel-status")
         if not self._findings:
             status.display = True

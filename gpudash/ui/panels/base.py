@@ -1,7 +1,8 @@
 """What every panel shares: a title, a placeholder until its section arrives, an error line.
 
 A panel redraws only when its section's result object changes (results are frozen and
-replaced on every event), so other hosts' and other sections' events never touch it.
+replaced on every event), so other hosts' and other sections' events never touch it, and
+not even then when the new result draws the same (another host with the same facts).
 """
 
 from __future__ import annotations
@@ -16,6 +17,18 @@ from textual.widgets import Static
 
 from gpudash.model import HostResult, HostState, SectionResult
 from gpudash.ui.render import remote
+
+
+def _same(section: SectionResult | None, previous: object) -> bool:
+    """Whether `section` draws exactly like `previous`: a panel draws only the data and the
+    error. Hosts of one fleet mostly share a section's facts, so moving between them then
+    costs no re-render and no re-layout (the dataclasses compare by value)."""
+    return (
+        section is not None
+        and isinstance(previous, SectionResult)
+        and section.error == previous.error
+        and section.data == previous.data
+    )
 
 
 class Panel(ScrollableContainer, can_focus=True):
@@ -70,8 +83,9 @@ class Panel(ScrollableContainer, can_focus=True):
             if section is None:
                 self._placeholder(host)
             return
-        self._host = host.name
-        self._shown = section
+        previous, self._host, self._shown = self._shown, host.name, section
+        if _same(section, previous):
+            return  # another host with the same facts: what is on screen is right already
         status = self.query_one(".panel-status", Static)
         error = self.query_one(".panel-error", Static)
         if section is None:

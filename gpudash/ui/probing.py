@@ -1,0 +1,141 @@
+"""The app's probe workers and the routing of their events to the widgets (a mixin of
+GpudashApp, like TaskActions), so app.py stays the composition and the keys.
+
+Each host has one probe worker (group `probe:<host>`, exclusive), which iterates the core's
+`Fleet.probe([host])` and posts every event as a `ProbeEvent`. The handler folds it into the
+host's frozen `HostResult` with the core's one reducer and hands the new snapshot to the
+widgets that show that host. With a refresh interval the worker sleeps and probes again, so
+a host's rounds never overlap and a slow host only ever delays itself.
+
+When every host has settled, the snapshots are long-lived: `settle_gc` moves them out of
+the collector's reach (`gc.freeze`), so a full collection no longer walks 1000 hosts' data
+while the user presses keys (a 200-500 ms pause every few keys with 1000 hosts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterable
+from typing import Any
+
+from textual.css.query import NoMatches
+
+from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
+from gpudash.ui.fleet import FleetScreen
+from gpudash.ui.messages import ProbeEvent
+
+_ROUND_START = (HostState.CONNECTING, HostState.PROBING)
+
+
+def settle_gc() -> None:
+    """Collect the young generations' cycles (milliseconds), then freeze what is left.
+
+    Frozen objects are still freed by reference counting when a newer round replaces them
+    (snapshots are trees of frozen dataclasses and tuples, no cycles); what a freeze keeps
+    for good is only cyclic garbage that reached the oldest generation since the last full
+    collection, which tests/test_scale_app.py bounds over repeated rounds."""
+    gc.collect(1)
+    gc.freeze()
+
+
+class ProbeRouting:
+    """Mixed into GpudashApp, which provides `fleet`, `results`, `selected`, `refresh_s`,
+    `_head_start`, `_busy`, `_partial`, `_reprobe_next`, `_quitting`, `tasks`, `host_list`,
+    `host_view`, `screen_stack`, `run_worker`, `post_message` and `call_later`."""
+
+    fleet: Any
+    results: dict[str, HostResult]
+    selected: str | None
+    refresh_s: float
+    _head_start: Any
+    _busy: set[str]
+    _partial: set[str]
+    _reprobe_next: dict[str, tuple[str, ...] | None]
+    _quitting: bool
+
+    def probe(self, names: Iterable[str], sections: tuple[str, ...] | None = None) -> list[str]:
+        """Start a probe round (of only `sections`, when given) for each named host that
+        is not probing already."""
+        started = []
+        for name in names:
+            if name in self._busy or self._quitting:
+                continue
+            self._busy.add(name)  # before the worker runs, so a second `r` is a no-op
+            self.run_worker(  # type: ignore[attr-defined]
+                self._probe_loop(name) if sections is None else self._probe_once(name, sections),
+                name=f"probe {name}",
+                group=f"probe:{name}",
+                description=f"Probing {name}",
+                exclusive=True,
+                exit_on_error=False,
+            )
+            started.append(name)
+        return started
+
+    async def _probe_loop(self, name: str) -> None:
+        while True:
+            self._busy.add(name)
+            begun = self._head_start.take(name) if self._head_start else None
+            try:
+                async for event in begun or self.fleet.probe([name]):
+                    self.post_message(ProbeEvent(event))  # type: ignore[attr-defined]
+            finally:
+                self._busy.discard(name)
+                self.call_later(self._after_round, name)  # type: ignore[attr-defined]
+            if self.refresh_s <= 0:
+                return
+            await asyncio.sleep(self.refresh_s)
+
+    async def _probe_once(self, name: str, sections: tuple[str, ...]) -> None:
+        """Only `sections` (what a task changed); the host stays ready meanwhile."""
+        self._partial.add(name)
+        try:
+            async for event in self.fleet.probe([name], sections):
+                self.post_message(ProbeEvent(event))  # type: ignore[attr-defined]
+        finally:
+            self._busy.discard(name)
+            self.call_later(self._after_round, name)  # type: ignore[attr-defined]
+
+    def reprobe(self, host: str, sections: tuple[str, ...] | None) -> None:
+        """After a task: probe what it changed now, or right after the round in progress."""
+        if host in self._busy:
+            pending = self._reprobe_next.get(host, ())
+            merged = None if sections is None or pending is None else (*pending, *sections)
+            self._reprobe_next[host] = None if merged is None else tuple(dict.fromkeys(merged))
+            return
+        self.probe([host], sections)
+
+    def on_probe_event(self, message: ProbeEvent) -> None:
+        """By name, not `@on`: Textual collects `@on` handlers only from a widget class's
+        own body, and this is a mixin."""
+        event = message.event
+        if event.host not in self.results or self._quitting or not self.screen_stack:  # type: ignore[attr-defined]
+            return
+        if event.host in self._partial:
+            if isinstance(event, HostStateChanged) and event.state in _ROUND_START:
+                return  # a partial round: the row keeps saying ready
+            if isinstance(event, ProbeFinished):
+                self._partial.discard(event.host)
+        snapshot = apply(self.results[event.host], event)
+        self.results[event.host] = snapshot
+        try:
+            host_list = self.host_list  # type: ignore[attr-defined]
+        except NoMatches:  # the app is closing (a re-probe after a task ended late)
+            return
+        host_list.update_host(snapshot)
+        if event.host == self.selected:
+            self.host_view.show(snapshot)  # type: ignore[attr-defined]
+        for screen in self.screen_stack:  # type: ignore[attr-defined]
+            if isinstance(screen, FleetScreen):
+                screen.update_host(snapshot)
+
+    def _after_round(self, host: str) -> None:
+        if self._quitting or host in self._busy:
+            return
+        if host in self._reprobe_next:
+            self.probe([host], self._reprobe_next.pop(host))
+        elif self.results[host].state is HostState.READY:
+            self.tasks.find_jobs(host)  # type: ignore[attr-defined]
+        if not self._busy:
+            settle_gc()
