@@ -55,3 +55,31 @@ async def test_the_fleet_view_moves_its_highlight_when_probe_events_change_the_m
         await until(pilot, lambda: not odd(fleet, "one-a"))
         assert [n for n in names if odd(fleet, n)] == ["eight-c"]
         assert fleet.rows == names
+
+
+async def test_repeated_rounds_keep_the_heap_bounded_and_keys_out_of_full_collections():
+    """Settled snapshots are frozen out of the collector (keys never wait on a full
+    collection of every host's data), yet round after round what stays frozen is bounded:
+    a periodic full pass takes back the cycles a freeze kept."""
+    import gc
+
+    hosts = tuple(
+        HostConfig(name=f"h{i:02d}", transport="replay", replay_dir=str(SAVED / "h200-1x"))
+        for i in range(40)
+    )
+    app = create_app(Config(None, hosts))
+    app.heap.GROWTH = 1.05  # the test process's heap is large: a full pass within 12 rounds
+    async with app.run_test(size=(160, 40)) as pilot:
+        for round_ in range(12):
+            if round_:
+                assert app.probe(app.order) == app.order
+            await until(pilot, lambda r=round_: len(app.heap.pauses) > r)
+        kinds = [kind for kind, _, _ in app.heap.pauses]
+        frozen = [count for _, _, count in app.heap.pauses]
+        assert kinds[0] == "young" and "full" in kinds
+        assert max(frozen) <= frozen[0] * 1.2  # the growth allowed, plus one round
+        full = kinds.index("full")
+        assert frozen[full] < frozen[full - 1] * 0.95  # the cycles freezes kept came back
+        await pilot.press("down")
+        await until(pilot, lambda: app.selected == "h01")
+    assert gc.get_freeze_count() == 0  # the app gave the heap back on exit

@@ -29,7 +29,7 @@ from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView
 from gpudash.ui.panels.base import Panel
-from gpudash.ui.probing import ProbeRouting
+from gpudash.ui.probing import HeapSettler, ProbeRouting
 from gpudash.ui.task_actions import TaskActions
 
 QUIT_BUDGET_S = 0.8
@@ -86,6 +86,7 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self._tasks: Any = None
         self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
         self._quitting = False
+        self.heap = HeapSettler()
 
     # ---- composition -------------------------------------------------------------------
 
@@ -270,5 +271,6 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.run_worker(self.action_quit(), group="quit", exit_on_error=False)
 
     async def on_unmount(self) -> None:
+        self.heap.release()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.fleet.close(), QUIT_BUDGET_S)

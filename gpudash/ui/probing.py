@@ -7,7 +7,7 @@ host's frozen `HostResult` with the core's one reducer and hands the new snapsho
 widgets that show that host. With a refresh interval the worker sleeps and probes again, so
 a host's rounds never overlap and a slow host only ever delays itself.
 
-When every host has settled, the snapshots are long-lived: `settle_gc` moves them out of
+When every host has settled, the snapshots are long-lived: `HeapSettler` moves them out of
 the collector's reach (`gc.freeze`), so a full collection no longer walks 1000 hosts' data
 while the user presses keys (a 200-500 ms pause every few keys with 1000 hosts).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,15 +29,48 @@ from gpudash.ui.messages import ProbeEvent
 _ROUND_START = (HostState.CONNECTING, HostState.PROBING)
 
 
-def settle_gc() -> None:
-    """Collect the young generations' cycles (milliseconds), then freeze what is left.
+SETTLE_S = 0.5
+"""How long every host must have been quiet before the heap is frozen: the round's workers
+finish (and become garbage) just after their host's last event."""
 
+
+class HeapSettler:
+    """Freezes the heap once the hosts have settled, so full collections skip their data.
+
+    A settle collects the young generations (milliseconds) and freezes what is left.
     Frozen objects are still freed by reference counting when a newer round replaces them
-    (snapshots are trees of frozen dataclasses and tuples, no cycles); what a freeze keeps
-    for good is only cyclic garbage that reached the oldest generation since the last full
-    collection, which tests/test_scale_app.py bounds over repeated rounds."""
-    gc.collect(1)
-    gc.freeze()
+    (snapshots are trees of frozen dataclasses and tuples); what a freeze keeps by mistake
+    is cycles that were already garbage in the oldest generation, or alive at the freeze and
+    dead later (render caches of the screen at that moment). So once the frozen heap has
+    grown by a quarter since its last full collection (CPython's own rule for the oldest
+    generation), a settle unfreezes and collects everything: what leaks is bounded, and the
+    one full pause comes every few rounds at a settle, not every few keys."""
+
+    GROWTH = 1.25
+
+    def __init__(self) -> None:
+        self.base = 0  # frozen objects right after the last full collection (0: none yet)
+        self.pauses: list[tuple[str, float, int]] = []
+        """Per settle: "young" or "full", its seconds, the objects frozen after it."""
+
+    def settle(self) -> None:
+        start = time.perf_counter()
+        kind = "young"
+        if self.base and gc.get_freeze_count() > self.base * self.GROWTH:
+            kind = "full"
+            gc.unfreeze()
+            gc.collect()
+        else:
+            gc.collect(1)
+        gc.freeze()
+        if kind == "full" or not self.base:
+            self.base = gc.get_freeze_count()
+        self.pauses.append((kind, time.perf_counter() - start, gc.get_freeze_count()))
+
+    def release(self) -> None:
+        """Give the collector everything back (the app is closing; its process may not)."""
+        if self.pauses:
+            gc.unfreeze()
 
 
 class ProbeRouting:
@@ -53,6 +87,8 @@ class ProbeRouting:
     _partial: set[str]
     _reprobe_next: dict[str, tuple[str, ...] | None]
     _quitting: bool
+    _settle_timer: Any = None
+    heap: HeapSettler
 
     def probe(self, names: Iterable[str], sections: tuple[str, ...] | None = None) -> list[str]:
         """Start a probe round (of only `sections`, when given) for each named host that
@@ -138,4 +174,15 @@ class ProbeRouting:
         elif self.results[host].state is HostState.READY:
             self.tasks.find_jobs(host)  # type: ignore[attr-defined]
         if not self._busy:
-            settle_gc()
+            if self._settle_timer is not None:
+                self._settle_timer.stop()
+            self._settle_timer = self.set_timer(SETTLE_S, self._settle)  # type: ignore[attr-defined]
+
+    def _settle(self) -> None:
+        self._settle_timer = None
+        running = any(
+            (w.group or "").startswith("probe:") and not w.is_finished
+            for w in self.workers  # type: ignore[attr-defined]
+        )
+        if not self._busy and not running and not self._quitting:
+            self.heap.settle()
