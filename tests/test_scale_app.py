@@ -83,3 +83,34 @@ async def test_repeated_rounds_keep_the_heap_bounded_and_keys_out_of_full_collec
         await pilot.press("down")
         await until(pilot, lambda: app.selected == "h01")
     assert gc.get_freeze_count() == 0  # the app gave the heap back on exit
+
+
+async def test_hosts_with_the_same_facts_each_show_as_themselves_and_fixes_target_them():
+    """Moving to a host whose sections equal the shown ones redraws no panel, yet the view
+    is that host's: its name in the header, its GPU rows, and its fix keys act on it."""
+    from gpudash.ui.confirm import ConfirmTask
+    from gpudash.ui.findings import FindingsPanel
+
+    same = str(SAVED / "h200-1x")
+    hosts = (
+        HostConfig(name="twin-a", transport="replay", replay_dir=same),
+        HostConfig(name="other", transport="replay", replay_dir=str(SAVED / "dgx-h200")),
+        HostConfig(name="twin-b", transport="replay", replay_dir=same),
+    )
+    app = create_app(Config(None, hosts))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: all(r.findings for r in app.results.values()))
+        view = app.host_view
+        gpus = view.query_one("#panel-gpus DataTable")
+        header = view.query_one("#system-line")
+        for host, rows in [("other", 8), ("twin-b", 1), ("twin-a", 1), ("twin-b", 1)]:
+            app.select_host(host)
+            await until(
+                pilot, lambda h=host, n=rows: h in str(header.render()) and gpus.row_count == n
+            )
+        await pilot.press("tab")
+        await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
+        await pilot.press("u")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
+        what = app.screen.query_one("#confirm-what").render()
+        assert "Run uv on twin-b" in str(what) and "twin-a" not in str(what)
