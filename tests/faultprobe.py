@@ -12,28 +12,19 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from netrig import NetRig
+from peakrss import gpudash_argv, peak_kib
 
 from gpudash.config import load_config
 from gpudash.fleet import Fleet
 from gpudash.model import HostResult
 
 SECTIONS = {"system", "gpus", "topology", "toolkit", "env", "models", "network"}
-
-
-# `python -m gpudash ARGS`, writing its own peak RSS (KiB) to a file as it exits.
-_RSS_WRAPPER = (
-    "import atexit, resource, runpy, sys; out = sys.argv.pop(1);"
-    "atexit.register(lambda: open(out, 'w').write("
-    "str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)));"
-    "sys.argv[0] = 'gpudash'; runpy.run_module('gpudash', run_name='__main__')"
-)
 
 
 @dataclass
@@ -58,8 +49,7 @@ def probe_cli(
     config = workdir / f"gpudash-{time.monotonic_ns()}.toml"
     config.write_text(config_text)
     rss_file = config.with_suffix(".rss")
-    argv = [sys.executable, "-c", _RSS_WRAPPER, str(rss_file)]
-    argv += ["probe", "--json", "--config", str(config), *names]
+    argv = gpudash_argv(rss_file, "probe", "--json", "--config", str(config), *names)
     if client_netns:
         argv = rig.client_command(argv)
     start = time.monotonic()
@@ -78,7 +68,7 @@ def probe_cli(
         proc.communicate()
         raise AssertionError(f"gpudash probe hung: still running after {timeout:g}s") from None
     elapsed = time.monotonic() - start
-    rss = int(rss_file.read_text()) if rss_file.exists() else 0
+    rss = peak_kib(rss_file)
     assert proc.returncode in (0, 1), f"exit {proc.returncode}: {err[-2000:]}"
     assert "Traceback" not in err, err
     hosts = {h["name"]: h for h in json.loads(out)["hosts"]}

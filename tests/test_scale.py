@@ -7,34 +7,21 @@ The 1000-host runs (CLI and app) are bench/bench_scale.py; this is the 100-host 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from manyhosts import LoopbackFleet
+from peakrss import gpudash_argv, peak_kib
 
 from gpudash.transport.hostkeys import HostKeyCheck
 
 
-def run_measured(cmd: list[str]) -> tuple[int, bytes, bytes, int]:
-    """Run `cmd`: exit status, stdout, stderr and its own peak RSS in KiB (from wait4, the
-    kernel's figure for exactly this child)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    chunks: dict[str, bytes] = {}
-    readers = [
-        threading.Thread(target=lambda n=n, f=f: chunks.__setitem__(n, f.read()))
-        for n, f in (("out", proc.stdout), ("err", proc.stderr))
-    ]
-    for reader in readers:
-        reader.start()
-    _, status, usage = os.wait4(proc.pid, 0)
-    for reader in readers:
-        reader.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, chunks["out"], chunks["err"], usage.ru_maxrss
+def run_measured(rss_file: Path, *args: str) -> tuple[int, bytes, bytes, int]:
+    """Run `gpudash ARGS`: exit status, stdout, stderr and its own peak RSS in KiB."""
+    proc = subprocess.run(gpudash_argv(rss_file, *args), capture_output=True)
+    return proc.returncode, proc.stdout, proc.stderr, peak_kib(rss_file)
 
 
 def test_a_hundred_hosts_all_answer_with_bounded_handshakes_and_little_memory(
@@ -43,8 +30,8 @@ def test_a_hundred_hosts_all_answer_with_bounded_handshakes_and_little_memory(
     with LoopbackFleet(100, tmp_path) as fleet:
         config = fleet.config(tmp_path / "c.toml", concurrency=32, max_handshakes=8)
         start = time.monotonic()
-        rc, out, err, peak_kib = run_measured(
-            [sys.executable, "-m", "gpudash", "probe", "--json", "--config", str(config)]
+        rc, out, err, peak = run_measured(
+            tmp_path / "rss", "probe", "--json", "--config", str(config)
         )
         elapsed = time.monotonic() - start
         refusals = fleet.server_refusals()
@@ -54,7 +41,7 @@ def test_a_hundred_hosts_all_answer_with_bounded_handshakes_and_little_memory(
     assert [h["name"] for h in hosts if h["state"] != "ready"] == []
     assert not [h["name"] for h in hosts if any(s["error"] for s in h["sections"].values())]
     assert not refusals, f"sshd refused or dropped connections: {dict(refusals)}"
-    assert peak_kib < 200 * 1024, f"peak RSS {peak_kib / 1024:.0f} MB"
+    assert peak < 200 * 1024, f"peak RSS {peak / 1024:.0f} MB"
     assert elapsed < 60
 
 
