@@ -8,8 +8,11 @@ Prints one table:
                      beside headless `gpudash probe` on the same host in the same run
   idle CPU           CPU use of the app with 20 hosts settled and no refresh, over 5 s
 
-The loopback host is this machine over the local transport; the 20 idle hosts replay the
-saved captures in tests/fixtures/saved, so nothing but the app itself uses CPU.
+The loopback host is this machine over the local transport, with PATH set to the system's
+directories (SYSTEM_PATH) for the app and the headless probe alike: a pyenv shim on PATH runs
+hundreds of bash processes per `python --version`, and its spread would swamp the app's own
+cost. The 20 idle hosts replay the saved captures in tests/fixtures/saved, so nothing but the
+app itself uses CPU.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ SAVED = ROOT / "tests" / "fixtures" / "saved"
 GPUDASH = Path(sys.executable).with_name("gpudash")
 NET = 'network_targets = ["http://127.0.0.1:9/"]\n'
 TICKS = os.sysconf("SC_CLK_TCK")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ENV = {**os.environ, "TERM": "xterm-256color", "PATH": SYSTEM_PATH}
 
 
 class Pane:
@@ -41,7 +46,6 @@ class Pane:
         ).stdout
 
     def start(self, config: Path) -> float:
-        env = {**os.environ, "TERM": "xterm-256color"}
         t0 = time.perf_counter()
         subprocess.run(
             [
@@ -58,7 +62,7 @@ class Pane:
                 "30",
                 f"{GPUDASH} --config {config}",
             ],
-            env=env,
+            env=ENV,
             check=True,
         )
         return t0
@@ -100,7 +104,9 @@ def main() -> None:
             filled.append(pane.wait(lambda s: "ready" in s and "waiting for" not in s) - t0)
             pane.stop()
             t0 = time.perf_counter()
-            subprocess.run([str(GPUDASH), "--config", str(local), "probe"], capture_output=True)
+            subprocess.run(
+                [str(GPUDASH), "--config", str(local), "probe"], capture_output=True, env=ENV
+            )
             headless.append(time.perf_counter() - t0)
         many = work / "twenty.toml"
         names = sorted(p.name for p in SAVED.iterdir() if (p / "meta.json").exists())
