@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -95,3 +97,30 @@ def netrig_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
     yield make
     for rig in rigs:
         rig.close()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback listener that accepts TCP and never speaks SSH: an 'unreachable' host."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()

@@ -8,9 +8,6 @@ server limits and jump hosts in test_faults_server.py.
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
@@ -108,37 +105,10 @@ def test_a_changed_host_key_is_refused_with_the_new_fingerprint(netrig: NetRig, 
         others_fully_probed(run.hosts, "h1")
 
 
-@pytest.fixture
-def mute_listener() -> Iterator[int]:
-    """A loopback port that accepts TCP and never says a word of SSH."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
-
-
 def test_a_host_that_accepts_tcp_but_never_speaks_ssh(
-    netrig: NetRig, tmp_path: Path, mute_listener: int
+    netrig: NetRig, tmp_path: Path, silent_port: int
 ):
-    mute = f'\n[hosts.mute]\naddress = "127.0.0.1"\nport = {mute_listener}\nconnect_timeout = 1.5\n'
+    mute = f'\n[hosts.mute]\naddress = "127.0.0.1"\nport = {silent_port}\nconnect_timeout = 1.5\n'
     run = probe_cli(netrig, netrig.config_toml() + mute, workdir=tmp_path)
     assert_reason(run.hosts["mute"], "127.0.0.1", "1.5s", "TCP connected but no SSH greeting")
     others_fully_probed(run.hosts, "mute")

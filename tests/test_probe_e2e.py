@@ -11,8 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
@@ -50,33 +48,6 @@ def host_block(sshd: Sshd, name: str, port: int, **extra: object) -> str:
         **extra,
     }
     return f"[hosts.{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A loopback listener that accepts TCP and never speaks SSH: an 'unreachable' host."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def closed_port() -> int:
