@@ -66,12 +66,7 @@ async def run_script(
     transport: Any, script: str, timeout: float | None = 30
 ) -> tuple[bytes, int | None]:
     """Run `script` on any gpudash Transport: all its output, and its exit status."""
-    process = await transport.start(script, timeout=timeout)
-    try:
-        out = b"".join([chunk async for chunk in process.chunks()])
-        return out, await process.wait()
-    finally:
-        await process.close()
+    return await transport.output(script, timeout=timeout)
 
 
 def free_ports(count: int) -> list[int]:

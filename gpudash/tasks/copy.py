@@ -75,24 +75,13 @@ class _Marked:
         return self._chunks
 
 
-async def _output(
-    transport: Transport, script: str, timeout: float = CONTROL_TIMEOUT_S
-) -> tuple[bytes, int | None]:
-    process = await transport.start(script, timeout=timeout)
-    try:
-        out = b"".join([chunk async for chunk in process.chunks()])
-        return out, await process.wait()
-    finally:
-        await process.close()
-
-
 async def _manifest(
     transport: Transport, directory: str, where: str, timeout: float
 ) -> cs.Manifest:
     """Every entry and every file's sha256 (hashing a model takes minutes: the task's timeout)."""
     marker = "gpudash-manifest-" + _secrets.token_hex(8)
     text = cs.script(cs.MANIFEST, {"GPUDASH_DIR": directory, "GPUDASH_MARK": marker})
-    out, rc = await _output(transport, text, timeout)
+    out, rc = await transport.output(text, timeout=timeout)
     at = out.find(marker.encode() + b"\n")
     if rc != 0 or at < 0:
         said = out.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {rc}"]
@@ -168,7 +157,7 @@ class Copy:
                 values["GPUDASH_ERR"] = self.err_file
             else:
                 values |= {"GPUDASH_TO": self.p.to, "GPUDASH_RUN": self.run_id}
-            jobs.append(_output(transport, cs.script(cs.STOP, values)))
+            jobs.append(transport.output(cs.script(cs.STOP, values), timeout=CONTROL_TIMEOUT_S))
         with contextlib.suppress(Exception):
             async with deadline(STOP_TIMEOUT_S):
                 await asyncio.gather(*jobs, return_exceptions=True)
@@ -227,8 +216,8 @@ class Copy:
                 await source.close()
         if src_rc is None or dest_rc is None:
             raise TransportError("connection lost during the copy")
-        tar_said, _ = await _output(
-            self.source_t, cs.script(cs.SOURCE_DONE, {"GPUDASH_ERR": self.err_file})
+        tar_said, _ = await self.source_t.output(
+            cs.script(cs.SOURCE_DONE, {"GPUDASH_ERR": self.err_file}), timeout=CONTROL_TIMEOUT_S
         )
         for line in tar_said.decode(errors="replace").splitlines():
             self.say(f"{p.source}: {line}\n")
@@ -247,7 +236,7 @@ class Copy:
             "GPUDASH_RUN": self.run_id,
             "GPUDASH_REPLACE": "1" if p.replace else "0",
         }
-        out, rc = await _output(self.dest_t, cs.script(cs.FINISH, values))
+        out, rc = await self.dest_t.output(cs.script(cs.FINISH, values), timeout=CONTROL_TIMEOUT_S)
         if rc != 0:
             said_text = out.decode(errors="replace").strip() or f"exit status {rc}"
             raise CopyFailed(f"could not move the copy into place: {said_text}")

@@ -369,15 +369,6 @@ class _MarkerCut:
         return rest
 
 
-async def _run(transport: Transport, script: str, timeout: float) -> tuple[bytes, int | None]:
-    process = await transport.start(script, timeout=timeout)
-    try:
-        out = b"".join([chunk async for chunk in process.chunks()])
-        return out, await process.wait()
-    finally:
-        await process.close()
-
-
 def _lost(status: int | None, what: str) -> None:
     if status is None:
         raise TransportError(f"connection lost during {what}")
@@ -406,7 +397,7 @@ async def launch(
         sudo=sudo,
         root=root,
     )
-    out, status = await _run(transport, text, _CONTROL_TIMEOUT_S)
+    out, status = await transport.output(text, timeout=_CONTROL_TIMEOUT_S)
     _lost(status, "launch")
     lines = out.decode(errors="replace").splitlines()
     said = next((line for line in reversed(lines) if line.startswith("gpudash-job ")), "")
@@ -420,14 +411,14 @@ async def launch(
 
 
 async def status(transport: Transport, task: str, *, root: str | None = None) -> JobStatus:
-    out, code = await _run(transport, status_script(task, root), _CONTROL_TIMEOUT_S)
+    out, code = await transport.output(status_script(task, root), timeout=_CONTROL_TIMEOUT_S)
     _lost(code, "status")
     return parse_status(task, out.decode(errors="replace"))
 
 
 async def list_jobs(transport: Transport, *, root: str | None = None) -> list[JobStatus]:
     """Every job directory on the host: what gpudash finds on a restart."""
-    out, code = await _run(transport, list_script(root), _CONTROL_TIMEOUT_S)
+    out, code = await transport.output(list_script(root), timeout=_CONTROL_TIMEOUT_S)
     _lost(code, "listing jobs")
     return parse_list(out.decode(errors="replace"))
 
@@ -463,7 +454,9 @@ async def attach(
 
 async def fetch(transport: Transport, task: str, offset: int, *, root: str | None = None) -> bytes:
     marker = _marker()
-    out, code = await _run(transport, fetch_script(task, offset, marker, root), _CONTROL_TIMEOUT_S)
+    out, code = await transport.output(
+        fetch_script(task, offset, marker, root), timeout=_CONTROL_TIMEOUT_S
+    )
     _lost(code, "log fetch")
     cut = _MarkerCut(marker)
     data = cut.feed(out)
@@ -477,6 +470,6 @@ async def cancel(
 ) -> JobStatus:
     """Stop the run's whole process group (TERM, KILL after `grace`); its status after."""
     script = cancel_script(task, grace, root)
-    out, code = await _run(transport, script, grace + _CONTROL_TIMEOUT_S)
+    out, code = await transport.output(script, timeout=grace + _CONTROL_TIMEOUT_S)
     _lost(code, "cancel")
     return parse_status(task, out.decode(errors="replace"))

@@ -109,6 +109,16 @@ class Transport(abc.ABC):
     async def close(self) -> None:
         """Close the connection. Idempotent, never raises."""
 
+    async def output(self, script: str, *, timeout: float | None) -> tuple[bytes, int | None]:
+        """Run `script` to its end: everything it printed, and its exit status (None when
+        the connection was lost first). For the short control scripts of tasks."""
+        process = await self.start(script, timeout=timeout)
+        try:
+            out = b"".join([chunk async for chunk in process.chunks()])
+            return out, await process.wait()
+        finally:
+            await process.close()
+
     async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
         """Run the probe script and yield each section as soon as the host prints it.
 
