@@ -114,39 +114,3 @@ async def test_hosts_with_the_same_facts_each_show_as_themselves_and_fixes_targe
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         what = app.screen.query_one("#confirm-what").render()
         assert "Run uv on twin-b" in str(what) and "twin-a" not in str(what)
-
-
-async def test_the_fleet_view_fills_in_chunks_and_a_sort_pressed_meanwhile_covers_every_row(
-    monkeypatch,  # type: ignore[no-untyped-def]
-):
-    """The view shows a first screenful at once and adds the other rows between keys; a
-    sort chosen before the last rows arrived still orders all of them, and every row keeps
-    the highlight the majority gives it."""
-    from gpudash.ui import fleet as fleet_module
-
-    monkeypatch.setattr(fleet_module, "FIRST_ROWS", 3)
-    monkeypatch.setattr(fleet_module, "CHUNK_ROWS", 2)
-    monkeypatch.setattr(fleet_module, "FILL_PAUSE_S", 0.05)
-    names = [f"n{i}" for i in range(9, -1, -1)]  # config order n9..n0: a sort by host differs
-    dirs = ["dgx-h200" if i % 3 == 0 else "h200-1x" for i in range(10)]
-    hosts = tuple(
-        HostConfig(name=n, transport="replay", replay_dir=str(SAVED / d))
-        for n, d in zip(names, dirs, strict=True)
-    )
-    app = create_app(Config(None, hosts))
-    async with app.run_test(size=(160, 40)) as pilot:
-        await until(pilot, lambda: all(r.elapsed_s is not None for r in app.results.values()))
-        await until(pilot, lambda: not app._busy)
-        await pilot.press("f", "o")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen._sort == 0)
-        fleet = app.screen
-        assert isinstance(fleet, FleetScreen)
-        await until(pilot, lambda: fleet.filled and fleet.rows == sorted(names))
-        assert [n for n in names if odd(fleet, n)] == [
-            n for n, d in zip(names, dirs, strict=True) if d == "dgx-h200"
-        ]
-        await pilot.press("o")  # the next column; then back to config order at the end
-        await until(pilot, lambda: fleet._sort == 1)
-        for _ in range(len(fleet_module.COLUMNS) - 1):
-            await pilot.press("o")
-        await until(pilot, lambda: fleet._sort is None and fleet.rows == names)

@@ -15,15 +15,6 @@ from gpudash.model import HostResult
 from gpudash.ui import keys
 from gpudash.ui.fleet_columns import COLUMNS, cell, majority_of, sort_key
 
-FIRST_ROWS = 80
-"""Rows drawn before the view first shows: more than a tall terminal shows at once."""
-
-CHUNK_ROWS = 100
-"""Rows added per step afterwards (~25 ms each on a loaded 2-core machine)."""
-
-FILL_PAUSE_S = 0.005
-"""Between steps, so keys that arrived meanwhile are answered first."""
-
 
 class FleetScreen(Screen[str | None]):
     """Dismisses with the name of the host to open, or None."""
@@ -39,7 +30,6 @@ class FleetScreen(Screen[str | None]):
         self._usual: dict[str, str | None] = {}  # each column's majority, as last drawn
         self._values: dict[str, dict[str, str | None]] = {}  # host -> column -> value
         self._counts: dict[str, Counter[str]] = {c.key: Counter() for c in COLUMNS}
-        self._pending: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="fleet-title")
@@ -57,41 +47,11 @@ class FleetScreen(Screen[str | None]):
         return title
 
     def on_mount(self) -> None:
-        """Tally every host (the highlights need the majorities), but draw only a first
-        screenful of rows: the rest are added in chunks between keys (`_fill`), since adding
-        and measuring 1000 rows at once kept the view from opening for 300-600 ms."""
         table = self.query_one(DataTable)
         for column in COLUMNS:
             table.add_column(Text(column.label, style="bold"), key=column.key)
-        for name in self._order:
-            self._tally(self._results[name])
-        self._usual = {c.key: majority_of(self._counts[c.key]) for c in COLUMNS}
-        self._pending = list(reversed(self._order))  # hosts without a row yet, next last
-        self._add_rows(FIRST_ROWS)
+        self.refresh_rows()
         self._apply_sort()
-        if self._pending:
-            self.set_timer(FILL_PAUSE_S, self._fill)
-
-    def _add_rows(self, count: int) -> None:
-        table = self.query_one(DataTable)
-        with self.app.batch_update():
-            for _ in range(min(count, len(self._pending))):
-                host = self._results[self._pending.pop()]
-                row = {c.key: cell(host, c, self._usual[c.key]) for c in COLUMNS}
-                table.add_row(*row.values(), key=host.name)
-                self._cells[host.name] = row
-
-    def _fill(self) -> None:
-        self._add_rows(CHUNK_ROWS)
-        if self._pending:
-            self.set_timer(FILL_PAUSE_S, self._fill)
-        elif self._sort is not None:
-            self._apply_sort()  # the rows added since the sort take their places
-
-    @property
-    def filled(self) -> bool:
-        """Every host has its row."""
-        return not self._pending
 
     def update_host(self, result: HostResult) -> None:
         self._results[result.name] = result
@@ -111,14 +71,17 @@ class FleetScreen(Screen[str | None]):
         if changed is None or usual != self._usual:
             names = self._order
         self._usual = usual
-        hosts = [self._results[n] for n in names if n in self._cells]  # pending: drawn later
+        hosts = [self._results[n] for n in names]
         with self.app.batch_update():
             for host in hosts:
                 row = {c.key: cell(host, c, usual[c.key]) for c in COLUMNS}
-                old = self._cells[host.name]
-                for key, value in row.items():
-                    if old[key] != value:
-                        table.update_cell(host.name, key, value, update_width=True)
+                old = self._cells.get(host.name)
+                if old is None:
+                    table.add_row(*row.values(), key=host.name)
+                else:
+                    for key, value in row.items():
+                        if old[key] != value:
+                            table.update_cell(host.name, key, value, update_width=True)
                 self._cells[host.name] = row
 
     def _tally(self, result: HostResult) -> None:
