@@ -4,11 +4,13 @@
 
 Prints one table:
   first frame        start of `gpudash` to the first screen with the host list on it
-  panels filled      start to every section of one loopback host on screen ("ready"),
-                     beside headless `gpudash probe` on the same host in the same run
+  panels filled      start to every section of one host on screen ("ready"), beside
+                     headless `gpudash probe` of the same host in the same run; for this
+                     machine (local transport) and for a host behind the test sshd
+                     (tests/sshd.py, the H200 capture as its GPU tools)
   idle CPU           CPU use of the app with 20 hosts settled and no refresh, over 5 s
 
-The loopback host is this machine over the local transport, with PATH set to the system's
+The local host is this machine over the local transport, with PATH set to the system's
 directories (SYSTEM_PATH) for the app and the headless probe alike: a pyenv shim on PATH runs
 hundreds of bash processes per `python --version`, and its spread would swamp the app's own
 cost. The 20 idle hosts replay the saved captures in tests/fixtures/saved, so nothing but the
@@ -32,6 +34,10 @@ SAVED = ROOT / "tests" / "fixtures" / "saved"
 GPUDASH = Path(sys.executable).with_name("gpudash")
 NET = 'network_targets = ["http://127.0.0.1:9/"]\n'
 TICKS = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(ROOT / "tests"))
+import fakegpu  # noqa: E402
+from sshd import Sshd  # noqa: E402
+
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENV = {**os.environ, "TERM": "xterm-256color", "PATH": SYSTEM_PATH}
 
@@ -87,27 +93,49 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def fill_times(root: Path, config: Path, runs: int) -> tuple[list[float], list[float], list[float]]:
+    """First frame, panels filled (both from the start of `gpudash`) and the headless probe
+    of the same config, `runs` times each, interleaved."""
+    root.mkdir()
+    first, filled, headless = [], [], []
+    for i in range(runs):
+        pane = Pane(root / f"r{i}")
+        pane.sock.parent.mkdir()
+        t0 = pane.start(config)
+        first.append(pane.wait(lambda s: "loopback" in s) - t0)
+        filled.append(pane.wait(lambda s: "ready" in s and "waiting for" not in s) - t0)
+        pane.stop()
+        t0 = time.perf_counter()
+        subprocess.run(
+            [str(GPUDASH), "--config", str(config), "probe"], capture_output=True, env=ENV
+        )
+        headless.append(time.perf_counter() - t0)
+    return first, filled, headless
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     runs = parser.parse_args().runs
     work = Path(tempfile.mkdtemp(prefix="gpudash-bench-"))
+    (work / "sshd").mkdir()
+    sshd = Sshd(work / "sshd")
+    sshd.start()
     try:
+        host = sshd.hosts[0]
+        fakegpu.install(host.bin_dir, ROOT / "tests" / "fixtures" / "h200-1x")
         local = work / "local.toml"
         local.write_text(f'[hosts.loopback]\ntransport = "local"\n{NET}')
-        first, filled, headless = [], [], []
-        for i in range(runs):
-            pane = Pane(work / f"r{i}")
-            pane.sock.parent.mkdir()
-            t0 = pane.start(local)
-            first.append(pane.wait(lambda s: "loopback" in s) - t0)
-            filled.append(pane.wait(lambda s: "ready" in s and "waiting for" not in s) - t0)
-            pane.stop()
-            t0 = time.perf_counter()
-            subprocess.run(
-                [str(GPUDASH), "--config", str(local), "probe"], capture_output=True, env=ENV
-            )
-            headless.append(time.perf_counter() - t0)
+        remote = work / "ssh.toml"
+        remote.write_text(
+            f'[hosts.loopback]\naddress = "127.0.0.1"\nport = {host.port}\n'
+            f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
+            f'known_hosts = "{sshd.known_hosts}"\n{NET}'
+        )
+        measured = {
+            name: fill_times(work / name, config, runs)
+            for name, config in (("local", local), ("ssh", remote))
+        }
         many = work / "twenty.toml"
         names = sorted(p.name for p in SAVED.iterdir() if (p / "meta.json").exists())
         many.write_text(
@@ -128,17 +156,21 @@ def main() -> None:
         idle = (cpu_seconds(pid) - c0) / (time.perf_counter() - w0) * 100
         pane.stop()
     finally:
+        sshd.close()
         shutil.rmtree(work, ignore_errors=True)
 
     def ms(xs: list[float]) -> str:
         return f"{statistics.median(xs) * 1000:7.0f} ms (min {min(xs) * 1000:.0f})"
 
-    gap = statistics.median(filled) - statistics.median(headless)
     print(f"gpudash app benchmark, {runs} runs, median (min)")
-    print(f"  {'first frame':<34}{ms(first)}")
-    print(f"  {'panels filled, 1 loopback host':<34}{ms(filled)}")
-    print(f"  {'headless gpudash probe, same host':<34}{ms(headless)}")
-    print(f"  {'app minus headless':<34}{gap * 1000:7.0f} ms")
+    for name, what in (("local", "this machine, local transport"), ("ssh", "an sshd host")):
+        first, filled, headless = measured[name]
+        gap = statistics.median(filled) - statistics.median(headless)
+        print(f"  1 host, {what}")
+        print(f"    {'first frame':<34}{ms(first)}")
+        print(f"    {'panels filled':<34}{ms(filled)}")
+        print(f"    {'headless gpudash probe':<34}{ms(headless)}")
+        print(f"    {'app minus headless':<34}{gap * 1000:7.0f} ms")
     print(f"  {'idle CPU, 20 hosts, no refresh':<34}{idle:7.2f} %")
 
 

@@ -29,13 +29,15 @@ def run_app(config: Config) -> int:
 
 
 async def _run(config: Config) -> int:
-    """Begin every host's first probe round, then import Textual and build the screen while
-    the hosts answer: the panels fill as soon as the headless probe would have."""
+    """Begin every remote host's first probe round, then import Textual and build the screen
+    while the hosts answer. The local host waits for the screen: its probe would run on the
+    very CPUs that build it (measured with bench/bench_app.py: on 2 cores the first frame came
+    ~300 ms later and the panels no sooner)."""
     from gpudash.fleet import Fleet
     from gpudash.headstart import HeadStart
 
     fleet = Fleet(config)
-    head_start = HeadStart(fleet, [h.name for h in config.hosts])
+    head_start = HeadStart(fleet, [h.name for h in config.hosts if h.transport != "local"])
     try:
         await asyncio.to_thread(importlib.import_module, "gpudash.ui.app")
         app = create_app(config, fleet=fleet, head_start=head_start)
