@@ -79,7 +79,11 @@ async def test_repeated_rounds_keep_the_heap_bounded_and_keys_out_of_full_collec
         assert kinds[0] == "young" and "full" in kinds
         assert max(frozen) <= frozen[0] * 1.2  # the growth allowed, plus one round
         full = kinds.index("full")
-        assert frozen[full] < frozen[full - 1] * 0.95  # the cycles freezes kept came back
+        # The cycles the freezes kept came back: at least half of what the frozen heap grew
+        # by since the first freeze (a share of the whole process's heap would depend on
+        # what the tests before this one left in it).
+        kept = frozen[full - 1] - frozen[0]
+        assert kept > 0 and frozen[full] < frozen[full - 1] - kept / 2
         await pilot.press("down")
         await until(pilot, lambda: app.selected == "h01")
     assert gc.get_freeze_count() == 0  # the app gave the heap back on exit
