@@ -118,3 +118,36 @@ async def test_hosts_with_the_same_facts_each_show_as_themselves_and_fixes_targe
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         what = app.screen.query_one("#confirm-what").render()
         assert "Run uv on twin-b" in str(what) and "twin-a" not in str(what)
+
+
+async def test_probe_rounds_leave_no_objects_behind_once_collected():
+    """Round after round (`R`, or a refresh interval over a day), the live heap stays flat:
+    each round redraws the selected host's fix keys, which recomposes the footer, and the
+    keys it discarded must not stay reachable (Textual's data binding kept ~1650 objects
+    a round alive through the footer). Counted with the settler's freeze undone, after a
+    full collection, and with Textual's bounded style cache (an LRU of 1024) emptied."""
+    import gc
+
+    from textual._styles_cache import StylesCache
+
+    def live_objects() -> int:
+        gc.unfreeze()  # what the settler froze is counted, and freed if it is garbage
+        StylesCache.get_inner_outer.cache_clear()
+        gc.collect()
+        return len(gc.get_objects())
+
+    hosts = tuple(
+        HostConfig(name=f"h{i:02d}", transport="replay", replay_dir=str(SAVED / "h200-1x"))
+        for i in range(30)
+    )
+    app = create_app(Config(None, hosts))
+    counts = {}
+    async with app.run_test(size=(160, 40)) as pilot:
+        for round_ in range(16):
+            if round_:
+                await pilot.press("R")
+            await until(pilot, lambda r=round_: len(app.heap.pauses) > r)
+            if round_ in (5, 15):
+                counts[round_] = live_objects()
+        assert app.results["h00"].findings and app.selected == "h00"
+    assert counts[15] - counts[5] < 10 * 200, counts  # the leak was ~1650 a round

@@ -17,7 +17,7 @@ from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from gpudash.config import Config
 from gpudash.fleet import Fleet
@@ -25,6 +25,7 @@ from gpudash.headstart import HeadStart
 from gpudash.model import HostResult
 from gpudash.ui import keys
 from gpudash.ui.fleet import FleetScreen
+from gpudash.ui.footer import Footer
 from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView

@@ -9,11 +9,12 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from gpudash.model import HostResult
 from gpudash.ui import keys
 from gpudash.ui.fleet_columns import COLUMNS, cell, majority_of, sort_key
+from gpudash.ui.footer import Footer
 
 
 class FleetScreen(Screen[str | None]):

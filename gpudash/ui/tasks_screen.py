@@ -15,9 +15,10 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from gpudash.ui import keys
+from gpudash.ui.footer import Footer
 from gpudash.ui.log_pane import LogPane
 from gpudash.ui.render import remote
 from gpudash.ui.task_runs import Run, state_text
