@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import netrig_net as net
+from sshd import SERVER_OPTIONS
 
 if TYPE_CHECKING:
     from netrig import RigHost
@@ -52,16 +53,7 @@ class SshdControl:
             f"HostKey {host.root / 'host_ed25519'}",
             f"PidFile {host.root / 'sshd.pid'}",
             f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}",
-            "StrictModes no",
-            "UsePAM no",
-            "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
-            "AllowTcpForwarding yes",
-            "MaxStartups 100:30:200",
-            "MaxSessions 10",
-            "LogLevel VERBOSE",
+            *SERVER_OPTIONS,
             f'SetEnv "PATH={path}" "HOME={host.home}" GPUDASH_TEST_HOST={host.name}',
         ]
         # An option replaces the default of its keyword: sshd keeps the first value of most

@@ -29,6 +29,20 @@ SSHD = Path("/usr/sbin/sshd")
 N_HOSTS = 8
 _START_ATTEMPTS = 5
 _READY_TIMEOUT_S = 10.0
+SERVER_OPTIONS = (
+    "StrictModes no",
+    "UsePAM no",
+    "PubkeyAuthentication yes",
+    "PasswordAuthentication no",
+    "KbdInteractiveAuthentication no",
+    "PermitRootLogin prohibit-password",
+    "AllowTcpForwarding yes",
+    "MaxStartups 100:30:200",
+    "MaxSessions 10",
+    "LogLevel VERBOSE",
+)
+"""What every test sshd (tests/sshd.py, tests/netrig_sshd.py) runs with: keys only, no PAM,
+the limits well above what the tests need unless a test sets its own."""
 
 
 class SshdMissing(RuntimeError):
@@ -156,16 +170,7 @@ class Sshd:
             f"HostKey {self._host_key_path}",
             f"PidFile {self._pid_file}",
             f"AuthorizedKeysFile {self._authorized_keys}",
-            "StrictModes no",
-            "UsePAM no",
-            "PubkeyAuthentication yes",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password",
-            "AllowTcpForwarding yes",
-            "MaxStartups 100:30:200",
-            "MaxSessions 10",
-            "LogLevel VERBOSE",
+            *SERVER_OPTIONS,
             "Subsystem sftp internal-sftp",
         ]
         for host in self.hosts:
