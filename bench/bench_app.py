@@ -127,11 +127,7 @@ def main() -> None:
         local = work / "local.toml"
         local.write_text(f'[hosts.loopback]\ntransport = "local"\n{NET}')
         remote = work / "ssh.toml"
-        remote.write_text(
-            f'[hosts.loopback]\naddress = "127.0.0.1"\nport = {host.port}\n'
-            f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-            f'known_hosts = "{sshd.known_hosts}"\n{NET}'
-        )
+        remote.write_text(sshd.host_toml(host, "loopback") + NET)
         measured = {
             name: fill_times(work / name, config, runs)
             for name, config in (("local", local), ("ssh", remote))

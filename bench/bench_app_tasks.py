@@ -176,12 +176,7 @@ def headless_round(sshd: Sshd, lines: int, config: Path) -> float:
 
 def ssh_cat(sshd: Sshd) -> float:
     host = sshd.hosts[0]
-    log = host.home / ".cache/gpudash/jobs/flood/log"
-    cmd = [
-        "ssh", "-p", str(host.port), "-i", str(sshd.client_key),
-        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "BatchMode=yes", "-F", "/dev/null",
-        f"{sshd.user}@127.0.0.1", "cat", str(log),
-    ]  # fmt: skip
+    cmd = sshd.ssh_argv(host, "cat", str(host.home / ".cache/gpudash/jobs/flood/log"))
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
@@ -192,9 +187,7 @@ def write_config(sshd: Sshd, folder: Path, lines: int) -> Path:
     path = folder / "config.toml"
     run = body(lines).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     path.write_text(
-        f'[hosts.h0]\naddress = "127.0.0.1"\nport = {host.port}\nuser = "{sshd.user}"\n'
-        f'identity_file = "{sshd.client_key}"\nknown_hosts = "{sshd.known_hosts}"\n'
-        f'network_targets = ["http://127.0.0.1:9/"]\n'
+        sshd.host_toml(host, "h0") + 'network_targets = ["http://127.0.0.1:9/"]\n'
         f'[tasks.flood]\ntitle = "flood"\nkind = "script"\nrun = "{run}"\n'
     )
     return path

@@ -56,12 +56,7 @@ async def gpudash_round(sshd: Sshd, lines: int) -> tuple[float, int]:
 
 def openssh_round(sshd: Sshd) -> float:
     host = sshd.hosts[0]
-    log = host.home / ".cache/gpudash/jobs/flood/log"
-    cmd = [
-        "ssh", "-p", str(host.port), "-i", str(sshd.client_key),
-        "-o", f"UserKnownHostsFile={sshd.known_hosts}", "-o", "BatchMode=yes", "-F", "/dev/null",
-        f"{sshd.user}@127.0.0.1", "cat", str(log),
-    ]  # fmt: skip
+    cmd = sshd.ssh_argv(host, "cat", str(host.home / ".cache/gpudash/jobs/flood/log"))
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start

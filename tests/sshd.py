@@ -274,6 +274,23 @@ class Sshd:
 
     # -- config ----------------------------------------------------------------------------
 
+    def host_toml(self, host: FakeHost, name: str | None = None) -> str:
+        """The `[hosts.NAME]` table of a gpudash config file that reaches `host` (for tests
+        and benches that run the `gpudash` command)."""
+        return (
+            f'[hosts.{name or host.name}]\naddress = "127.0.0.1"\nport = {host.port}\n'
+            f'user = "{self.user}"\nidentity_file = "{self.client_key}"\n'
+            f'known_hosts = "{self.known_hosts}"\n'
+        )
+
+    def ssh_argv(self, host: FakeHost, *command: str) -> list[str]:
+        """OpenSSH's client running `command` on `host`: the baseline benches compare with."""
+        return [
+            "ssh", "-p", str(host.port), "-i", str(self.client_key),
+            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "BatchMode=yes",
+            "-F", "/dev/null", f"{self.user}@127.0.0.1", *command,
+        ]  # fmt: skip
+
     def host_config(self, host: FakeHost, **overrides: object) -> Any:
         """A gpudash HostConfig that reaches `host` with the test key and known_hosts."""
         from gpudash.config import HostConfig

@@ -11,14 +11,7 @@ from gpudash.cli import main
 
 
 def write_config(sshd: Sshd, hosts: list[FakeHost], path: Path, tasks: str) -> str:
-    text = ""
-    for host in hosts:
-        text += (
-            f'[hosts.{host.name}]\naddress = "127.0.0.1"\nport = {host.port}\n'
-            f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-            f'known_hosts = "{sshd.known_hosts}"\n\n'
-        )
-    path.write_text(text + tasks)
+    path.write_text("".join(sshd.host_toml(h) + "\n" for h in hosts) + tasks)
     return str(path)
 
 

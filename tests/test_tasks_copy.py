@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from sshd import FakeHost, Sshd
+from test_tasks_cli import write_config
 
 from gpudash.config import ConfigError, parse_config
 from gpudash.tasks.copy_task import run_copy
@@ -527,18 +528,6 @@ def test_a_copy_from_a_configured_host_loads():
 
 
 # --- gpudash run copy ---------------------------------------------------------------------------
-
-
-def write_config(sshd: Sshd, hosts: list[FakeHost], path: Path, tasks: str) -> str:
-    text = ""
-    for host in hosts:
-        text += (
-            f'[hosts.{host.name}]\naddress = "127.0.0.1"\nport = {host.port}\n'
-            f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-            f'known_hosts = "{sshd.known_hosts}"\n\n'
-        )
-    path.write_text(text + tasks)
-    return str(path)
 
 
 COPY_TASKS = '[tasks.copy]\nparams = { from = "h0", path = "~/src" }\n'
