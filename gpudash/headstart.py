@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Iterable
 
+from gpudash.config import Config
 from gpudash.fleet import Fleet
 from gpudash.model import Event
 
 _END = object()
+SPARE_CPUS = 4
+"""From this many CPUs on, the local host's probe starts with the remote ones."""
+
+
+def head_start_hosts(config: Config, cpus: int | None = None) -> list[str]:
+    """The hosts whose first round begins before the screen exists.
+
+    Remote hosts always: their probe is the hosts' work and the network's wait. The local
+    host only where the machine has CPUs to spare: its probe (nvidia-smi, each Python's
+    `--version`, ...) runs on the very CPUs that import Textual and build the screen. On 2
+    cores that made the first frame ~300 ms later and the panels no sooner (bench/bench_app.py);
+    on a GPU server's dozens of cores the probe's processes run beside the import instead.
+    """
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    local_too = cpus >= SPARE_CPUS
+    return [h.name for h in config.hosts if local_too or h.transport != "local"]
 
 
 class HeadStart:

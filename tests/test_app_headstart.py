@@ -12,9 +12,9 @@ from pathlib import Path
 from sshd import FakeHost, Sshd
 from test_app import SIZE, settled, until
 
-from gpudash.config import Config
+from gpudash.config import Config, HostConfig
 from gpudash.fleet import Fleet
-from gpudash.headstart import HeadStart
+from gpudash.headstart import HeadStart, head_start_hosts
 from gpudash.model import HostState
 from gpudash.ui import create_app
 
@@ -104,3 +104,14 @@ async def test_quitting_before_the_app_took_the_round_stops_it_on_the_host(
 def sleeping(marker: str) -> list[str]:
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if f"sleep {marker}" in line]
+
+
+def test_the_local_host_starts_early_only_where_cpus_are_to_spare(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    local = HostConfig(name="here", transport="local", address="localhost")
+    remote = sshd.host_config(fake_host)
+    config = Config(None, (local, remote))
+    assert head_start_hosts(config, cpus=2) == [remote.name]
+    assert head_start_hosts(config, cpus=16) == ["here", remote.name]
+    assert set(head_start_hosts(config)) >= {remote.name}

@@ -29,15 +29,13 @@ def run_app(config: Config) -> int:
 
 
 async def _run(config: Config) -> int:
-    """Begin every remote host's first probe round, then import Textual and build the screen
-    while the hosts answer. The local host waits for the screen: its probe would run on the
-    very CPUs that build it (measured with bench/bench_app.py: on 2 cores the first frame came
-    ~300 ms later and the panels no sooner)."""
+    """Begin the first probe rounds (`head_start_hosts`), then import Textual and build the
+    screen while the hosts answer."""
     from gpudash.fleet import Fleet
-    from gpudash.headstart import HeadStart
+    from gpudash.headstart import HeadStart, head_start_hosts
 
     fleet = Fleet(config)
-    head_start = HeadStart(fleet, [h.name for h in config.hosts if h.transport != "local"])
+    head_start = HeadStart(fleet, head_start_hosts(config))
     try:
         await asyncio.to_thread(importlib.import_module, "gpudash.ui.app")
         app = create_app(config, fleet=fleet, head_start=head_start)
