@@ -127,7 +127,6 @@ async def main():
         out["settled_s"] = round(time.perf_counter() - t0, 2)
 
         from textual import events
-        from textual.widgets import DataTable
 
         async def key(k, done):
             # Send one key as a terminal would; wait until done() holds and every widget
@@ -150,7 +149,7 @@ async def main():
             host_keys.append(await key(k, lambda w=want: hosts_list.highlighted == w
                                        and app.selected == hosts_list.highlighted_host))
         fleet_open = await key("f", lambda: type(app.screen).__name__ == "FleetScreen")
-        table = app.screen.query_one(DataTable)
+        table = app.screen.query_one("#fleet-table")
         fleet_keys = []
         for k in ["down"] * 20 + ["up"] * 20:
             want = min(n - 1, max(0, table.cursor_row + (1 if k == "down" else -1)))

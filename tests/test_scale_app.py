@@ -29,7 +29,7 @@ async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -
 
 def odd(fleet: FleetScreen, host: str, column: str = "gpus") -> bool:
     """Whether the fleet view highlights `host`'s cell as differing from most hosts."""
-    return "reverse" in str(fleet._cells[host][column].style)
+    return "reverse" in str(fleet.cell(host, column).style)
 
 
 async def test_the_fleet_view_moves_its_highlight_when_probe_events_change_the_majority():
@@ -44,7 +44,7 @@ async def test_the_fleet_view_moves_its_highlight_when_probe_events_change_the_m
         await until(pilot, lambda: all(r.elapsed_s is not None for r in app.results.values()))
         await until(pilot, lambda: not app._busy)
         await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen._cells)
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen.rows)
         fleet = app.screen
         assert isinstance(fleet, FleetScreen)
         assert [n for n in names if odd(fleet, n)] == ["one-a", "one-b"]
