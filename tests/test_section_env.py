@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -165,6 +166,34 @@ def test_env_dedups_pythons_by_real_path_keeping_the_other_names(tmp_path: Path)
         ),
         env.Python(str(second / "python3.11"), str(second / "python3.11"), "3.11.9"),
     )
+
+
+def test_env_resolves_links_to_files_and_folders_as_realpath_does_with_any_readlink(
+    tmp_path: Path,
+) -> None:
+    real = script_tool(tmp_path / "real" / "bin", "python3", "echo 'Python 3.12.3'")
+    (tmp_path / "dirlink").symlink_to(tmp_path / "real" / "bin")
+    (tmp_path / "l1").mkdir()
+    (tmp_path / "l1" / "python3").symlink_to("../real/bin/python3")
+    (tmp_path / "l2").mkdir()
+    (tmp_path / "l2" / "python").symlink_to(tmp_path / "l1" / "python3")
+    dirs = f"{tmp_path / 'dirlink'}:{tmp_path / 'l1'}:{tmp_path / 'l2'}"
+    # GNU readlink resolves several links in one call; busybox's takes one path at a time.
+    one_at_a_time = tmp_path / "bb"
+    if shutil.which("busybox"):
+        one_at_a_time.mkdir()
+        (one_at_a_time / "readlink").symlink_to(shutil.which("busybox") or "")
+    seen = []
+    for extra in ("", f"{one_at_a_time}:"):
+        path = f"{extra}{dirs}:{bin_dir(tmp_path / 'bin')}"
+        for shell in [("/bin/sh",), *([busybox_sh()] if busybox_sh() else [])]:
+            _, result = run_section(env, _env(tmp_path, path), shell=shell or ())
+            assert isinstance(result, env.Env)
+            seen.append(result.pythons)
+    aliases = (str(tmp_path / "l1" / "python3"), str(tmp_path / "l2" / "python"))
+    expected = env.Python(str(tmp_path / "dirlink" / "python3"), str(real), "3.12.3", aliases)
+    assert str(real) == os.path.realpath(tmp_path / "l2" / "python")
+    assert seen == [(expected,)] * len(seen)
 
 
 def test_env_records_what_a_broken_python_said(tmp_path: Path) -> None:

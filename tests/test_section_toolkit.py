@@ -80,6 +80,34 @@ def test_toolkit_reads_nccl_and_cudnn_wheels_in_venvs_by_dist_info_name(tmp_path
     assert [(lib.name, lib.version) for lib in wheel_cudnn] == [("nvidia-cudnn-cu13", "9.19.0.56")]
 
 
+def test_toolkit_reads_nccl_and_cudnn_from_the_ldconfig_cache_once_by_real_file(
+    tmp_path: Path,
+) -> None:
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "libnccl.so.2.27.3").write_bytes(b"")
+    (libs / "libnccl.so.2").symlink_to("libnccl.so.2.27.3")
+    (libs / "libcudnn.so.9.1.0").write_bytes(b"")
+    (libs / "libcudnn.so.9").symlink_to("libcudnn.so.9.1.0")
+    cache = (
+        "4 libs found in cache `/etc/ld.so.cache'\n"
+        f"\tlibnccl.so.2 (libc6,x86-64) => {libs}/libnccl.so.2\n"
+        f"\tlibnccl.so.2 (libc6) => {libs}/libnccl.so.2.27.3\n"
+        f"\tlibcudnn.so.9 (libc6,x86-64) => {libs}/libcudnn.so.9\n"
+        "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"
+    )
+    script_tool(tmp_path / "sbin", "ldconfig", f"cat <<'EOF'\n{cache}EOF")
+    env = _env(tmp_path, f"{tmp_path / 'sbin'}:{bin_dir(tmp_path / 'b')}")
+    for shell in [("/bin/sh",), *([busybox_sh()] if busybox_sh() else [])]:
+        _, result = run_section(toolkit, env, shell=shell or ())
+        assert isinstance(result, toolkit.Toolkit)
+        found = [lib for lib in (*result.nccl, *result.cudnn) if str(libs) in lib.path]
+        assert found == [  # named by the file the links end at, each once
+            toolkit.Lib("libnccl.so.2.27.3", "2.27.3", "library", str(libs / "libnccl.so.2.27.3")),
+            toolkit.Lib("libcudnn.so.9.1.0", "9.1.0", "library", str(libs / "libcudnn.so.9.1.0")),
+        ]
+
+
 def test_toolkit_without_ldconfig_or_nvcc_on_path_still_answers(tmp_path: Path) -> None:
     _, result = run_section(toolkit, _env(tmp_path, bin_dir(tmp_path / "b")))
     assert isinstance(result, toolkit.Toolkit)

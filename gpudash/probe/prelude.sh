@@ -14,12 +14,16 @@ part() {
 have() { command -v "$1" >/dev/null 2>&1; }
 # need TOOL  print "TOOL: not found" and fail (rc 127) when TOOL is missing.
 need() { have "$1" || { echo "$1: not found"; return 127; }; }
-# gd_expand PATTERN  print the paths a configured pattern names: a leading ~ is $HOME, globs
-# expand, nothing is eval'ed. Prints nothing when nothing matches.
+# gd_expand PATTERN [FUNC]  the paths a configured pattern names: a leading ~ is $HOME, globs
+# expand, nothing is eval'ed. Each is printed, or passed to FUNC (no pipe, no subshell).
 gd_expand() {
   _gd_p=$1
   case $_gd_p in "~") _gd_p=$HOME ;; "~/"*) _gd_p=$HOME/${_gd_p#"~/"} ;; esac
   _gd_ifs=$IFS; IFS=$GD_NL
-  for _gd_f in $_gd_p; do [ -e "$_gd_f" ] && printf '%s\n' "$_gd_f"; done
+  for _gd_f in $_gd_p; do
+    IFS=$_gd_ifs
+    [ -e "$_gd_f" ] || continue
+    if [ -n "${2:-}" ]; then "$2" "$_gd_f" </dev/null; else printf '%s\n' "$_gd_f"; fi
+  done
   IFS=$_gd_ifs
 }

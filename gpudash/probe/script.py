@@ -57,9 +57,10 @@ def build_script(plan: ProbePlan) -> str:
     # (a hostile nvidia-smi, a program dumping its environment) cannot learn it and so
     # cannot print a marker that ends its section early or forges another one.
     nonce = f"GPUDASH_NONCE={shlex.quote(plan.nonce)}"
-    eof = f"GPUDASH_EOF_{plan.nonce}"
+    # Each section's file is written by the shell's own printf, not by `cat` and a here-doc:
+    # seven processes fewer on the host, and each section's shell still parses only its own.
     writes = [
-        f"cat >\"$D/{s.name}.sh\" <<'{eof}'\n{nonce}\n{PRELUDE}\n{s.body}\n{eof}"
+        f"printf '%s\\n' {shlex.quote(chr(10).join((nonce, PRELUDE, s.body)))} >\"$D/{s.name}.sh\""
         for s in plan.sections
     ]
     launches = [f"gd_run {s.name} {plan.timeout_for(s)} &" for s in plan.sections]

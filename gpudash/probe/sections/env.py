@@ -28,84 +28,146 @@ DISTS = (
 )  # fmt: skip
 _DIST_CASE = "|".join(f"{d.replace('-', '_')}-*" for d in DISTS)
 
-# Shared with the toolkit section: where environments are and how to list paths once each.
+# Shared with the toolkit and models sections: where environments are, and how to list paths
+# once each. Every helper here stays in the section's own shell (builtins, no pipes): on a
+# host probed by many users each fork and exec is CPU the probe takes from the host.
 VENV_SH = r"""
-gd_lines() { printf '%s\n' "$1" | tr "${2:-:}" '\n'; }
-# gd_paths LIST  existing paths named by the newline-separated patterns in LIST.
-gd_paths() {
-  while IFS= read -r _gp; do [ -n "$_gp" ] && gd_expand "$_gp"; done <<GD_EOF
-$1
-GD_EOF
-}
-# gd_uniq  stdin paths -> "1<TAB>path<TAB>realpath" first time a real path is seen, else "0...".
-gd_uniq() {
-  _gu_seen=$GD_NL
-  while IFS= read -r _gu; do
-    [ -n "$_gu" ] || continue
-    _gu_r=$(readlink -f "$_gu" 2>/dev/null); [ -n "$_gu_r" ] || _gu_r=$_gu
-    case $_gu_seen in
-      *"$GD_NL$_gu_r$GD_NL"*) printf '0\t%s\t%s\n' "$_gu" "$_gu_r" ;;
-      *) _gu_seen=$_gu_seen$_gu_r$GD_NL; printf '1\t%s\t%s\n' "$_gu" "$_gu_r" ;;
+# gd_real PATH  set _gr to PATH with every link resolved, as `readlink -f` prints it ("" when
+# it cannot be resolved). Folders resolve with the `cd -P` builtin; only a link to a file
+# costs a readlink.
+gd_real() {
+  case ${gd_linkmap:-} in
+    *"$GD_NL$1	"*) _gr=${gd_linkmap#*"$GD_NL$1	"}; _gr=${_gr%%"$GD_NL"*}; return 0 ;;
+  esac
+  _gr=; _gr_w=$PWD
+  case $1 in /*) _gr_p=$1 ;; *) _gr_p=./$1 ;; esac
+  if [ -d "$_gr_p" ]; then
+    cd -P "$_gr_p" 2>/dev/null && { _gr=$PWD; cd "$_gr_w" 2>/dev/null; }
+  elif [ -L "$_gr_p" ]; then _gr=$(readlink -f "$_gr_p" 2>/dev/null)
+  else
+    case $_gr_p in
+      */) _gr=$(readlink -f "$_gr_p" 2>/dev/null) ;;
+      *) _gr_d=${_gr_p%/*}
+         cd -P "${_gr_d:-/}" 2>/dev/null &&
+           { _gr=${PWD%/}/${_gr_p##*/}; cd "$_gr_w" 2>/dev/null; } ;;
     esac
-  done
+  fi
+  return 0
 }
-# gd_venv_dirs  each environment (pyvenv.cfg or conda-meta) once, as gd_uniq lines.
-gd_venv_dirs() {
-  { [ -n "${VIRTUAL_ENV:-}" ] && printf '%s\n' "$VIRTUAL_ENV"
-    [ -n "${CONDA_PREFIX:-}" ] && printf '%s\n' "$CONDA_PREFIX"
-    gd_paths "${GPUDASH_VENV_PATHS:-}"; } |
-  while IFS= read -r _gv; do
-    { [ -f "$_gv/pyvenv.cfg" ] || [ -d "$_gv/conda-meta" ]; } && printf '%s\n' "$_gv"
-  done | gd_uniq | grep '^1'
+# gd_links PATH...  resolve the links to files among PATHs with one `readlink -f` (GNU's takes
+# many paths; where it takes one, or one fails, gd_real resolves each on its own).
+gd_links() {
+  for _p; do shift; [ -L "$_p" ] && [ ! -d "$_p" ] && set -- "$@" "$_p"; done
+  [ $# -gt 1 ] || return 0
+  _gl_o=$(readlink -f -- "$@" 2>/dev/null) || return 0
+  _gl_r=$_gl_o$GD_NL; _gl_n=0
+  while [ -n "$_gl_r" ]; do _gl_n=$((_gl_n + 1)); _gl_r=${_gl_r#*"$GD_NL"}; done
+  [ "$_gl_n" -eq $# ] || return 0
+  _gl_r=$_gl_o$GD_NL; gd_linkmap=${gd_linkmap:-$GD_NL}
+  for _p; do gd_linkmap=$gd_linkmap$_p"	"${_gl_r%%"$GD_NL"*}$GD_NL; _gl_r=${_gl_r#*"$GD_NL"}; done
+}
+# gd_once PATH  true the first time PATH's real path (then in _gu_r) is seen since _gu_seen
+# was last set to $GD_NL.
+gd_once() {
+  gd_real "$1"; _gu_r=${_gr:-$1}
+  case $_gu_seen in *"$GD_NL$_gu_r$GD_NL"*) return 1 ;; esac
+  _gu_seen=$_gu_seen$_gu_r$GD_NL
+}
+# gd_each_venv FUNC  FUNC PATH for each environment (pyvenv.cfg or conda-meta), once each.
+gd_each_venv() {
+  gd_ev_fn=$1; _gu_seen=$GD_NL
+  [ -n "${VIRTUAL_ENV:-}" ] && gd_venv_at "$VIRTUAL_ENV"
+  [ -n "${CONDA_PREFIX:-}" ] && gd_venv_at "$CONDA_PREFIX"
+  while IFS= read -r _gp; do [ -n "$_gp" ] && gd_expand "$_gp" gd_venv_at; done <<GD_EOF
+${GPUDASH_VENV_PATHS:-}
+GD_EOF
+  return 0
+}
+gd_venv_at() {
+  { [ -f "$1/pyvenv.cfg" ] || [ -d "$1/conda-meta" ]; } && gd_once "$1" &&
+    "$gd_ev_fn" "$1" </dev/null
+  return 0
 }
 """
 
 BODY = (
     VENV_SH
     + r"""
+gd_py_add() {
+  if gd_once "$1"; then gd_py_list=$gd_py_list"1	$1	$_gu_r$GD_NL"
+  else gd_py_list=$gd_py_list"0	$1	$_gu_r$GD_NL"; fi
+}
 gd_pythons() {
-  # --version runs in parallel: pyenv shims and cold disks make one take 100 ms or more.
-  _d=$(mktemp -d "${TMPDIR:-/tmp}/gpudash-py.XXXXXX") || return 1
-  gd_lines "$PATH" | while IFS= read -r d; do
+  _gu_seen=$GD_NL; gd_py_list=
+  set --
+  _o=$IFS; IFS=:; set -f
+  for d in $PATH; do
+    IFS=$_o; set +f
     [ -n "$d" ] || continue
     for f in "$d"/python3 "$d"/python3.[0-9]* "$d"/python; do
       case ${f##*/} in python|python3|python3.[0-9]|python3.[0-9][0-9]) ;; *) continue ;; esac
-      [ -x "$f" ] && [ ! -d "$f" ] && printf '%s\n' "$f"
+      [ -x "$f" ] && [ ! -d "$f" ] && set -- "$@" "$f"
     done
-  done | gd_uniq >"$_d/list"
+  done
+  IFS=$_o; set +f
+  gd_links "$@"
+  for f; do gd_py_add "$f"; done
+  # --version runs in parallel: pyenv shims and cold disks make one take 100 ms or more.
+  # Each job prints one short line "N<TAB>first line of its output".
+  _vs=$GD_NL$(
+    _n=0
+    while IFS='	' read -r first p r; do
+      [ -n "$first" ] || continue
+      _n=$((_n + 1))
+      [ "$first" = 1 ] || continue
+      { _v=$("$p" --version </dev/null 2>&1); printf '%s\t%s\n' "$_n" "${_v%%"$GD_NL"*}"; } &
+    done <<GD_EOF
+$gd_py_list
+GD_EOF
+    wait)
   _n=0
   while IFS='	' read -r first p r; do
-    _n=$((_n + 1))
-    [ "$first" = 1 ] && { "$p" --version </dev/null >"$_d/$_n" 2>&1 & }
-  done <"$_d/list"
-  wait
-  _n=0
-  while IFS='	' read -r first p r; do
+    [ -n "$first" ] || continue
     _n=$((_n + 1))
     printf 'python\t%s\t%s\n' "$p" "$r"
-    [ -f "$_d/$_n" ] && printf 'version\t%s\n' "$(head -n 1 "$_d/$_n")"
-  done <"$_d/list"
-  rm -rf "$_d"
+    case $_vs in
+      *"$GD_NL$_n	"*) _v=${_vs#*"$GD_NL$_n	"}; printf 'version\t%s\n' "${_v%%"$GD_NL"*}" ;;
+    esac
+  done <<GD_EOF
+$gd_py_list
+GD_EOF
 }
 gd_pip() {
+  _gu_seen=$GD_NL
   for f in /usr/lib/python3*/dist-packages/pip-*.dist-info \
       /usr/lib/python3*/site-packages/pip-*.dist-info \
       /usr/local/lib/python3*/dist-packages/pip-*.dist-info \
       /usr/local/lib/python3*/site-packages/pip-*.dist-info \
       "$HOME"/.local/lib/python3*/site-packages/pip-*.dist-info; do
-    [ -d "$f" ] && printf '%s\n' "$f"
-  done | gd_uniq | grep '^1'
+    [ -d "$f" ] && gd_once "$f" && printf '1\t%s\t%s\n' "$f" "$_gu_r"
+  done
+  return 0
+}
+# gd_which NAME  set _gw to NAME's path as `command -v` finds it; "" unless that is absolute.
+gd_which() {
+  _gw=; _o=$IFS; IFS=:; set -f
+  for _d in $PATH; do
+    [ -f "${_d:-.}/$1" ] && [ -x "${_d:-.}/$1" ] || continue
+    case $_d in /*) _gw=$_d/$1 ;; esac
+    break
+  done
+  IFS=$_o; set +f
 }
 gd_tool() {  # NAME CANDIDATE...: first executable on PATH or at a usual place
   _t=$1; shift
-  _p=$(command -v "$_t" 2>/dev/null)
-  case $_p in /*) ;; *) _p= ;; esac
+  gd_which "$_t"; _p=$_gw
   for _c in "$@"; do [ -z "$_p" ] && [ -x "$_c" ] && _p=$_c; done
   [ -n "$_p" ] || { printf 'tool\t%s\t\n' "$_t"; return 0; }
   printf 'tool\t%s\t%s\n' "$_t" "$_p"
   case $_t in
-    uv|micromamba) printf 'version\t%s\n' "$("$_p" --version </dev/null 2>&1 | head -n 1)" ;;
-    *) _r=$(readlink -f "$_p" 2>/dev/null); [ -n "$_r" ] || _r=$_p
+    uv|micromamba) _v=$("$_p" --version </dev/null 2>&1)
+       printf 'version\t%s\n' "${_v%%"$GD_NL"*}" ;;
+    *) gd_real "$_p"; _r=${_gr:-$_p}
        for _j in "${_r%/*}"/../conda-meta/"$_t"-[0-9]*.json; do
          [ -f "$_j" ] && printf 'meta\t%s\n' "${_j##*/}"
        done ;;
@@ -142,14 +204,13 @@ gd_venv() {
     + _DIST_CASE
     + r""") printf 'dist\t%s\n' "$b" ;; esac
     done
-    [ -f "$sp/torch/version.py" ] && grep -E '^(cuda|hip)[^A-Za-z0-9_]' "$sp/torch/version.py" |
-      while IFS= read -r l; do printf 'torchpy\t%s\n' "$l"; done
+    [ -f "$sp/torch/version.py" ] && while IFS= read -r l || [ -n "$l" ]; do
+      case $l in cuda[!A-Za-z0-9_]*|hip[!A-Za-z0-9_]*) printf 'torchpy\t%s\n' "$l" ;; esac
+    done <"$sp/torch/version.py"
   done
   return 0
 }
-gd_venvs() {
-  gd_venv_dirs | while IFS='	' read -r _ p _; do gd_venv "$p"; done
-}
+gd_venvs() { gd_each_venv gd_venv; }
 part pythons gd_pythons
 part pip gd_pip
 part tools gd_tools

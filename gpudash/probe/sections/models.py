@@ -25,21 +25,21 @@ MISSING_CAP = 20  # shard names listed per model; the count is always whole
 BODY = (
     VENV_SH
     + r"""
-gd_home() {
-  case $1 in "~") printf '%s\n' "$HOME" ;; "~/"*) printf '%s\n' "$HOME/${1#"~/"}" ;;
-    *) printf '%s\n' "$1" ;; esac
-}
-gd_model_dirs() {
-  { while IFS= read -r p; do
-      [ -n "$p" ] || continue
-      _m=$(gd_expand "$p")
-      if [ -n "$_m" ]; then printf '%s\n' "$_m"; else gd_home "$p"; fi
-    done <<GD_EOF
+gd_model_add() { gd_mfound=1; gd_once "$1" && gd_dirs=$gd_dirs$1$GD_NL; return 0; }
+gd_model_dirs() {  # sets gd_dirs: the configured model dirs and the hub cache, once each
+  gd_dirs=; _gu_seen=$GD_NL
+  while IFS= read -r p; do
+    [ -n "$p" ] || continue
+    gd_mfound=; gd_expand "$p" gd_model_add
+    [ -n "$gd_mfound" ] && continue
+    case $p in "~") p=$HOME ;; "~/"*) p=$HOME/${p#"~/"} ;; esac
+    gd_model_add "$p"
+  done <<GD_EOF
 ${GPUDASH_MODEL_DIRS:-}
 GD_EOF
-    if [ -n "${HF_HUB_CACHE:-}" ]; then printf '%s\n' "$HF_HUB_CACHE"
-    elif [ -n "${HF_HOME:-}" ]; then printf '%s\n' "$HF_HOME/hub"; fi
-  } | gd_uniq | grep '^1' | cut -f 2
+  if [ -n "${HF_HUB_CACHE:-}" ]; then gd_model_add "$HF_HUB_CACHE"
+  elif [ -n "${HF_HOME:-}" ]; then gd_model_add "$HF_HOME/hub"; fi
+  gd_dirs=${gd_dirs%"$GD_NL"}
 }
 gd_is_model() {
   [ -e "$1/config.json" ] && return 0
@@ -103,14 +103,27 @@ gd_dir() {
   done
   return 0
 }
+# gd_df: one `df` for every folder when it answers one line each, else one per folder.
 gd_df() {
-  { printf '%s\n' "$gd_dirs"; printf '/\n'; [ -n "${HOME:-}" ] && printf '%s\n' "$HOME"; } |
-  while IFS= read -r p; do
-    [ -d "$p" ] || continue
-    printf 'fs\t%s\t%s\n' "$p" "$(df -Pk "$p" 2>&1 | tail -n 1)"
-  done
+  set --
+  while IFS= read -r p; do [ -d "$p" ] && set -- "$@" "$p"; done <<GD_EOF
+$gd_dirs
+/
+${HOME:-}
+GD_EOF
+  [ $# -gt 0 ] || return 0
+  _o=$(df -Pk "$@" 2>&1) && {
+    _n=0; _rest=$_o$GD_NL
+    while [ -n "$_rest" ]; do _n=$((_n + 1)); _rest=${_rest#*"$GD_NL"}; done
+    if [ "$_n" -eq $(($# + 1)) ]; then
+      _rest=${_o#*"$GD_NL"}$GD_NL
+      for p; do printf 'fs\t%s\t%s\n' "$p" "${_rest%%"$GD_NL"*}"; _rest=${_rest#*"$GD_NL"}; done
+      return 0
+    fi
+  }
+  for p; do _o=$(df -Pk "$p" 2>&1); printf 'fs\t%s\t%s\n' "$p" "${_o##*"$GD_NL"}"; done
 }
-gd_dirs=$(gd_model_dirs)
+gd_model_dirs
 part df gd_df
 gd_i=0
 while IFS= read -r gd_d; do

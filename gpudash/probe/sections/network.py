@@ -38,7 +38,9 @@ gd_target() {
   elif [ "$_lit" = 1 ]; then printf 'dns\tliteral\n'
   elif have getent; then
     _a=$(gd_to "$gd_T" getent hosts "$_h"); printf 'dns\t%s\n' "$?"
-    printf '%s\n' "$_a" | while read -r ip _; do [ -n "$ip" ] && printf 'addr\t%s\n' "$ip"; done
+    while read -r ip _; do [ -n "$ip" ] && printf 'addr\t%s\n' "$ip"; done <<GD_EOF
+$_a
+GD_EOF
   else printf 'dns\tgetent: not found\n'
   fi
   if have curl; then
@@ -80,7 +82,11 @@ gd_flags() {
 }
 part token gd_token
 part flags gd_flags
-gd_nd=$(mktemp -d "${TMPDIR:-/tmp}/gpudash-net.XXXXXX" 2>/dev/null) || gd_nd=
+# One target runs inline; several run at once, each into a file of its own.
+gd_nd=
+case ${GPUDASH_NET_TARGETS:-} in *?"$GD_NL"?*)
+  gd_nd=$(mktemp -d "${TMPDIR:-/tmp}/gpudash-net.XXXXXX" 2>/dev/null) || gd_nd= ;;
+esac
 gd_n=0
 while IFS= read -r gd_u; do
   [ -n "$gd_u" ] || continue
@@ -92,9 +98,12 @@ done <<GD_EOF
 ${GPUDASH_NET_TARGETS:-}
 GD_EOF
 wait
+gd_cat() { while IFS= read -r _l || [ -n "$_l" ]; do printf '%s\n' "$_l"; done <"$1"; }
 if [ -n "$gd_nd" ]; then
   gd_i=1
-  while [ "$gd_i" -le "$gd_n" ]; do part "target.$gd_i" cat "$gd_nd/$gd_i"; gd_i=$((gd_i + 1)); done
+  while [ "$gd_i" -le "$gd_n" ]; do
+    part "target.$gd_i" gd_cat "$gd_nd/$gd_i"; gd_i=$((gd_i + 1))
+  done
   rm -rf "$gd_nd"
 fi
 """

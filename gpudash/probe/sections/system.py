@@ -19,26 +19,51 @@ NAME = "system"
 TIMEOUT = 5.0
 
 BODY = r"""
+# Files are read with the `read` builtin: each `cat` or `grep` is a process on the host.
+gd_cat() { while IFS= read -r _l || [ -n "$_l" ]; do printf '%s\n' "$_l"; done <"$1"; }
 gd_os() {
   for f in /etc/os-release /usr/lib/os-release; do
-    [ -r "$f" ] && { cat "$f"; return 0; }
+    [ -r "$f" ] && { gd_cat "$f"; return 0; }
   done
   echo "os-release: not found"; return 1
 }
+# gd_first FILE PATTERN  print the first line matching the case PATTERN in FILE's first block
+# (up to a blank line: one CPU's in cpuinfo); false if none there. `read` reads a byte per
+# system call, so it stops early and the callers fall back to grep over the whole file.
+gd_first() {
+  [ -r "$1" ] || return 1
+  while IFS= read -r _l || [ -n "$_l" ]; do
+    case $_l in $2) printf '%s\n' "$_l"; return 0 ;; '') return 1 ;; esac
+  done <"$1"
+  return 1
+}
 gd_cpu() {
+  gd_first /proc/cpuinfo '[Mm][Oo][Dd][Ee][Ll] [Nn][Aa][Mm][Ee]*' && return 0
   grep -m 1 -i '^model name' /proc/cpuinfo 2>/dev/null && return 0
   have lscpu && lscpu 2>/dev/null | grep -m 1 -i '^model name' && return 0
   grep -m 1 -i -E '^(hardware|cpu model|processor)[[:space:]]*:' /proc/cpuinfo
 }
 gd_ncpu() { nproc 2>/dev/null || getconf _NPROCESSORS_ONLN; }
+# One uname for kernel and arch (it prints them in this order whatever the flags' order).
+gd_un=$(uname -r -m 2>&1); gd_un_rc=$?
+gd_uname() {
+  [ "$gd_un_rc" = 0 ] || { printf '%s\n' "$gd_un"; return "$gd_un_rc"; }
+  set -f; set -- $gd_un; set +f
+  [ $# -eq 2 ] || { uname "$gd_flag"; return; }
+  case $gd_flag in -r) printf '%s\n' "$1" ;; *) printf '%s\n' "$2" ;; esac
+}
+gd_meminfo() {
+  gd_first /proc/meminfo 'MemTotal:*' && return 0
+  grep -m 1 '^MemTotal:' /proc/meminfo
+}
 part hostname uname -n
 part os gd_os
-part kernel uname -r
-part arch uname -m
+gd_flag=-r; part kernel gd_uname
+gd_flag=-m; part arch gd_uname
 part cpu gd_cpu
 part ncpu gd_ncpu
-part meminfo grep -m 1 '^MemTotal:' /proc/meminfo
-part uptime cat /proc/uptime
+part meminfo gd_meminfo
+part uptime gd_cat /proc/uptime
 """
 
 

@@ -31,60 +31,81 @@ _LIBDIRS = (
 BODY = (
     VENV_SH
     + r"""
-gd_nvccs() {
-  { gd_lines "$PATH" | while IFS= read -r d; do
-      [ -n "$d" ] && [ -x "$d/nvcc" ] && [ ! -d "$d/nvcc" ] && printf '%s\n' "$d/nvcc"
-    done
-    for f in /usr/local/cuda*/bin/nvcc; do [ -x "$f" ] && printf '%s\n' "$f"; done
-  } | gd_uniq
+gd_nvcc_add() {
+  if gd_once "$1"; then gd_nvcc_list=$gd_nvcc_list"1	$1	$_gu_r$GD_NL"
+  else gd_nvcc_list=$gd_nvcc_list"0	$1	$_gu_r$GD_NL"; fi
+}
+gd_nvccs() {  # sets gd_nvcc_list: gd_once lines "1|0<TAB>path<TAB>realpath"
+  _gu_seen=$GD_NL; gd_nvcc_list=
+  _o=$IFS; IFS=:; set -f
+  for d in $PATH; do
+    IFS=$_o; set +f
+    [ -n "$d" ] && [ -x "$d/nvcc" ] && [ ! -d "$d/nvcc" ] && gd_nvcc_add "$d/nvcc"
+  done
+  IFS=$_o; set +f
+  for f in /usr/local/cuda*/bin/nvcc; do [ -x "$f" ] && gd_nvcc_add "$f"; done
+  gd_nvcc_list=${gd_nvcc_list%"$GD_NL"}
 }
 gd_nvcc_one() { printf '%s\t%s\n' "$1" "$2"; "$1" --version </dev/null; }
 gd_S='[[:space:]]*'
-gd_cuda_json="s/.*\"cuda\"$gd_S:$gd_S{[^}]*\"version\"$gd_S:$gd_S\"\\([^\"]*\\)\".*/\\1/p"
+# version.json's lines joined (as `tr -d '\n'` would), then the "cuda" object's "version".
+gd_cuda_json="H;\$!d;x;s/\\n//g;s/.*\"cuda\"$gd_S:$gd_S{[^}]*\"version\"$gd_S:$gd_S\"\\([^\"]*\\)\".*/\\1/p"
 gd_cuda() {
   for d in /usr/local/cuda /usr/local/cuda-*; do
     [ -d "$d" ] || continue
-    if [ -L "$d" ]; then printf 'link\t%s\t%s\n' "$d" "$(readlink -f "$d")"; continue; fi
+    if [ -L "$d" ]; then gd_real "$d"; printf 'link\t%s\t%s\n' "$d" "$_gr"; continue; fi
     printf 'install\t%s\n' "$d"
     [ -x "$d/bin/nvcc" ] && printf 'nvcc\t1\n'
     if [ -f "$d/version.json" ]; then
-      printf 'json\t%s\n' "$(tr -d '\n\r' <"$d/version.json" | sed -n "$gd_cuda_json")"
+      printf 'json\t%s\n' "$(sed -n "$gd_cuda_json" "$d/version.json")"
     elif [ -f "$d/version.txt" ]; then
-      printf 'txt\t%s\n' "$(head -n 1 "$d/version.txt")"
+      _l=; { IFS= read -r _l || :; } <"$d/version.txt"
+      printf 'txt\t%s\n' "$_l"
     fi
   done
   return 0
 }
+gd_cat() { while IFS= read -r _l || [ -n "$_l" ]; do printf '%s\n' "$_l"; done <"$1"; }
 gd_driver() {
-  if [ -r /proc/driver/nvidia/version ]; then cat /proc/driver/nvidia/version
+  if [ -r /proc/driver/nvidia/version ]; then gd_cat /proc/driver/nvidia/version
   elif [ -r /sys/module/nvidia/version ]; then
-    printf 'module %s\n' "$(cat /sys/module/nvidia/version)"
+    _l=; { IFS= read -r _l || :; } </sys/module/nvidia/version
+    printf 'module %s\n' "$_l"
   else echo "nvidia kernel module: not loaded"; return 1
   fi
 }
+gd_lib() { gd_once "$1" && printf 'lib\t%s\t%s\n' "$1" "$_gu_r"; return 0; }
+gd_wheels() {
+  for w in "$1"/nvidia_nccl_cu*-*.dist-info "$1"/nvidia_cudnn_cu*-*.dist-info; do
+    [ -d "$w" ] && printf 'wheel\t%s\n' "$w"
+  done
+  return 0
+}
+gd_venv_wheels() { for sp in "$1"/lib/python*/site-packages; do gd_wheels "$sp"; done; }
 gd_libs() {
-  { for c in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
-      if command -v "$c" >/dev/null 2>&1; then
-        "$c" -p 2>/dev/null | grep -E 'lib(nccl|cudnn)\.so' | sed 's/.*=> //'; break
-      fi
-    done
-    for d in """
+  _gl=
+  for c in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
+    if command -v "$c" >/dev/null 2>&1; then
+      _gl=$("$c" -p 2>/dev/null | grep -F -e libnccl.so -e libcudnn.so)
+      break
+    fi
+  done
+  _gu_seen=$GD_NL
+  while IFS= read -r _p; do _p=${_p##*=> }; [ -n "$_p" ] && gd_lib "$_p"; done <<GD_EOF
+$_gl
+GD_EOF
+  for d in """
     + _LIBDIRS
     + r"""; do
-      for f in "$d"/libnccl.so.* "$d"/libcudnn.so.*; do [ -e "$f" ] && printf '%s\n' "$f"; done
+    # One pattern, so each (often large) library folder is read once, not twice.
+    for f in "$d"/lib[nc][cu][cd][ln]*.so.*; do
+      case ${f##*/} in libnccl.so.*|libcudnn.so.*) [ -e "$f" ] && gd_lib "$f" ;; esac
     done
-  } | gd_uniq | grep '^1' | while IFS='	' read -r _ p r; do printf 'lib\t%s\t%s\n' "$p" "$r"; done
-  { gd_venv_dirs | while IFS='	' read -r _ v _; do
-      for sp in "$v"/lib/python*/site-packages; do printf '%s\n' "$sp"; done
-    done
-    for sp in /usr/lib/python3*/dist-packages /usr/local/lib/python3*/dist-packages \
-        /usr/local/lib/python3*/site-packages "$HOME"/.local/lib/python3*/site-packages; do
-      printf '%s\n' "$sp"
-    done
-  } | while IFS= read -r sp; do
-    for w in "$sp"/nvidia_nccl_cu*-*.dist-info "$sp"/nvidia_cudnn_cu*-*.dist-info; do
-      [ -d "$w" ] && printf 'wheel\t%s\n' "$w"
-    done
+  done
+  gd_each_venv gd_venv_wheels
+  for sp in /usr/lib/python3*/dist-packages /usr/local/lib/python3*/dist-packages \
+      /usr/local/lib/python3*/site-packages "$HOME"/.local/lib/python3*/site-packages; do
+    gd_wheels "$sp"
   done
   for h in /usr/include/cudnn_version*.h /usr/include/*/cudnn_version*.h \
       /usr/local/cuda*/include/cudnn_version.h /usr/include/nccl.h \
@@ -96,7 +117,7 @@ gd_libs() {
   done
   return 0
 }
-gd_nvcc_list=$(gd_nvccs)
+gd_nvccs
 part nvccs printf '%s\n' "$gd_nvcc_list"
 gd_i=0
 while IFS='	' read -r gd_first gd_p gd_r; do
