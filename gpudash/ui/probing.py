@@ -118,7 +118,9 @@ class ProbeRouting:
                     self.post_message(ProbeEvent(event))  # type: ignore[attr-defined]
             finally:
                 self._busy.discard(name)
-                self.call_later(self._after_round, name)  # type: ignore[attr-defined]
+                # after the paint: its remote job lookup and heap settle must not delay the
+                # panels (at start-up the head start's round ends before the first frame)
+                self.call_after_refresh(self._after_round, name)  # type: ignore[attr-defined]
             if self.refresh_s <= 0:
                 return
             await asyncio.sleep(self.refresh_s)
@@ -131,7 +133,7 @@ class ProbeRouting:
                 self.post_message(ProbeEvent(event))  # type: ignore[attr-defined]
         finally:
             self._busy.discard(name)
-            self.call_later(self._after_round, name)  # type: ignore[attr-defined]
+            self.call_after_refresh(self._after_round, name)  # type: ignore[attr-defined]
 
     def reprobe(self, host: str, sections: tuple[str, ...] | None) -> None:
         """After a task: probe what it changed now, or right after the round in progress."""
