@@ -1,6 +1,6 @@
 """How fast the app is, measured on the installed `gpudash` in a real tmux pane.
 
-    .venv/bin/python bench/bench_app.py [--runs N]
+    .venv/bin/python bench/bench_app.py [--runs N] [--local-only] [--app-path PATH]
 
 Prints one table:
   first frame        start of `gpudash` to the first screen with the host list on it
@@ -13,7 +13,9 @@ Prints one table:
 The local host is this machine over the local transport, with PATH set to the system's
 directories (SYSTEM_PATH) for the app and the headless probe alike: a pyenv shim on PATH runs
 hundreds of bash processes per `python --version`, and its spread would swamp the app's own
-cost. The 20 idle hosts replay the saved captures in tests/fixtures/saved, so nothing but the
+cost. `--app-path` replaces it where the GPU tools live elsewhere (a real GPU machine's
+/usr/local/nvidia/bin); `--local-only` skips the sshd host (a machine without openssh-server).
+The 20 idle hosts replay the saved captures in tests/fixtures/saved, so nothing but the
 app itself uses CPU.
 """
 
@@ -116,22 +118,26 @@ def fill_times(root: Path, config: Path, runs: int) -> tuple[list[float], list[f
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
-    runs = parser.parse_args().runs
+    parser.add_argument("--local-only", action="store_true", help="no sshd host")
+    parser.add_argument("--app-path", default=SYSTEM_PATH, help="PATH for gpudash")
+    args = parser.parse_args()
+    runs = args.runs
+    ENV["PATH"] = args.app_path
     work = Path(tempfile.mkdtemp(prefix="gpudash-bench-"))
     (work / "sshd").mkdir()
-    sshd = Sshd(work / "sshd")
-    sshd.start()
+    sshd = None if args.local_only else Sshd(work / "sshd")
     try:
-        host = sshd.hosts[0]
-        fakegpu.install(host.bin_dir, ROOT / "tests" / "fixtures" / "h200-1x")
         local = work / "local.toml"
         local.write_text(f'[hosts.loopback]\ntransport = "local"\n{NET}')
-        remote = work / "ssh.toml"
-        remote.write_text(sshd.host_toml(host, "loopback") + NET)
-        measured = {
-            name: fill_times(work / name, config, runs)
-            for name, config in (("local", local), ("ssh", remote))
-        }
+        configs = [("local", local)]
+        if sshd is not None:
+            sshd.start()
+            host = sshd.hosts[0]
+            fakegpu.install(host.bin_dir, ROOT / "tests" / "fixtures" / "h200-1x")
+            remote = work / "ssh.toml"
+            remote.write_text(sshd.host_toml(host, "loopback") + NET)
+            configs.append(("ssh", remote))
+        measured = {name: fill_times(work / name, config, runs) for name, config in configs}
         many = work / "twenty.toml"
         names = sorted(p.name for p in SAVED.iterdir() if (p / "meta.json").exists())
         many.write_text(
@@ -152,14 +158,17 @@ def main() -> None:
         idle = (cpu_seconds(pid) - c0) / (time.perf_counter() - w0) * 100
         pane.stop()
     finally:
-        sshd.close()
+        if sshd is not None:
+            sshd.close()
         shutil.rmtree(work, ignore_errors=True)
 
     def ms(xs: list[float]) -> str:
         return f"{statistics.median(xs) * 1000:7.0f} ms (min {min(xs) * 1000:.0f})"
 
-    print(f"gpudash app benchmark, {runs} runs, median (min)")
+    print(f"gpudash app benchmark, {runs} runs, median (min), {os.cpu_count()} CPUs")
     for name, what in (("local", "this machine, local transport"), ("ssh", "an sshd host")):
+        if name not in measured:
+            continue
         first, filled, headless = measured[name]
         gap = statistics.median(filled) - statistics.median(headless)
         print(f"  1 host, {what}")

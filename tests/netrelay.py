@@ -19,7 +19,10 @@ Model (approximate, and said so where figures are quoted):
   max(200 ms, RTT), as the kernel's RTO would;
 - `cut` forwards nothing in either direction and opens no upstream for new connections:
   a silent drop, the connection stays open;
-- the TCP connect itself is answered by the relay without delay: only bytes are delayed.
+- the TCP connect itself is answered by the relay at once (the kernel completes it before
+  `accept`), so the relay charges its round trip to the upstream connect instead: the
+  server sees the connection, and the client the server's first bytes, one RTT later, as
+  after a real handshake (within half an RTT: the client's first bytes wait too).
 
 Standard library only: it runs under whatever python3 the machine has.
 """
@@ -108,6 +111,8 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, link
 
 async def _serve(client_r, client_w, route: dict, link: Link) -> None:
     await link.open()
+    if link.delay_ms:
+        await asyncio.sleep(link.delay_ms / 1000)  # the handshake's round trip (see above)
     try:
         up_r, up_w = await asyncio.open_connection(*route["to"])
     except OSError:

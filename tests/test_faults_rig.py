@@ -3,6 +3,7 @@ and nothing left on the machine afterwards. The fault suite relies on each of th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -155,6 +156,14 @@ async def test_set_links_adds_round_trip_time_to_those_hosts_only(netrig: NetRig
 
     times = [await command_time(i) for i in range(3)]
     assert times[1] >= 0.2 and times[2] >= 0.2, times
+    # a new connection pays the handshake's round trip too: the server's banner comes one RTT
+    # (the connect) and a half (its way back) after connecting, as over a real link
+    h1 = netrig.hosts[1]
+    start = time.monotonic()
+    reader, writer = await asyncio.open_connection(h1.address, h1.port)
+    assert (await reader.readline()).startswith(b"SSH-2.0-")
+    assert time.monotonic() - start >= 0.15
+    writer.close()
     assert times[0] < 0.2, times
     netrig.set_links(["h1", "h2"], delay_ms=0)
     assert await command_time(1) < 0.2
