@@ -1,14 +1,13 @@
 """The fleet view (`f`): one row per host, key facts side by side, odd values highlighted.
 
 The table draws only the rows on screen (`FleetTable`): a host's cells are built when its
-row comes into view, and the table learns a row's cell widths from the values alone, cached
-per distinct value, so opening the view with 1000 hosts builds a screenful of cells, not
-10,000 of them.
+row comes into view. Every host's column values, the per-column counts its highlights are
+taken from and its cells' widths are kept by the app as probe events arrive (`FleetRows`),
+so opening the view with 1000 hosts reads them instead of computing 10,000 values.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from rich.text import Text
@@ -19,9 +18,12 @@ from textual.widgets import Static
 
 from gpudash.model import HostResult
 from gpudash.ui import keys
-from gpudash.ui.fleet_columns import COLUMNS, cell, majority_of, sort_key
+from gpudash.ui.fleet_columns import COLUMNS, cell, value_sort_key
+from gpudash.ui.fleet_rows import FleetRows
 from gpudash.ui.fleet_table import FleetTable
 from gpudash.ui.footer import Footer
+
+_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
 
 
 class FleetScreen(Screen[str | None]):
@@ -34,10 +36,8 @@ class FleetScreen(Screen[str | None]):
         self._order = list(order)
         self._results = dict(results)
         self._sort: int | None = None  # index into COLUMNS; None = config order
-        self._usual: dict[str, str | None] = {}  # each column's majority, as last drawn
-        self._values: dict[str, dict[str, str | None]] = {}  # host -> column -> value
-        self._counts: dict[str, Counter[str]] = {c.key: Counter() for c in COLUMNS}
-        self._width_of: dict[tuple[str, str | None], int] = {}  # (column, value) -> cell width
+        self._usual: list[str | None] = []  # each column's majority, as last drawn
+        self._fleet = FleetRows()  # the app's, once mounted
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="fleet-title")
@@ -55,6 +55,7 @@ class FleetScreen(Screen[str | None]):
         return title
 
     def on_mount(self) -> None:
+        self._fleet = FleetRows.of(self.app)
         self.refresh_rows()
 
     def update_host(self, result: HostResult) -> None:
@@ -64,65 +65,50 @@ class FleetScreen(Screen[str | None]):
     def refresh_rows(self, changed: Iterable[str] | None = None) -> None:
         """Tell the table which hosts changed; it redraws those rows if they are on screen.
 
-        With `changed`, only those hosts are tallied and re-measured, and every row is
-        redrawn only when a column's usual value moved (its highlights move with it):
-        rebuilding all rows on each probe event cost O(hosts²) cell renders a round."""
+        With `changed`, only those hosts are looked at, and every row is redrawn only when
+        a column's usual value moved (its highlights move with it): rebuilding all rows on
+        each probe event cost O(hosts²) cell renders a round."""
         table = self.query_one(FleetTable)
-        names = self._order if changed is None else [n for n in changed if n in self._results]
-        for name in names:
-            self._tally(self._results[name])
-        usual = {c.key: majority_of(self._counts[c.key]) for c in COLUMNS}
+        fleet = self._fleet
+        if changed is None:
+            names: Iterable[str] = self._order
+            fleet.sync(self._results)  # kept by the app: only what it has not seen yet
+        else:
+            names = [n for n in changed if n in self._results]
+            for name in names:
+                fleet.update(self._results[name])
+        usual = fleet.usual()
         moved = usual != self._usual
         self._usual = usual
-        table.set_rows((name, self._widths(name)) for name in names)
+        widths = fleet.widths
+        table.set_rows((name, widths[name]) for name in names)
         if moved:
             table.refresh_rows()
-
-    def _widths(self, name: str) -> list[int]:
-        """The cell widths of a host's row, from its values: a cell is its value, cut (its
-        style aside), so each distinct value of a column is measured once."""
-        widths = []
-        for column, value in zip(COLUMNS, self._values[name].values(), strict=True):
-            width = self._width_of.get((column.key, value))
-            if width is None:
-                width = cell(self._results[name], column, None).cell_len
-                self._width_of[(column.key, value)] = width
-            widths.append(width)
-        return widths
 
     def _row_cells(self, name: str) -> list[Text]:
         """A host's cells as drawn: asked for by the table when the row comes into view."""
         result = self._results[name]
-        return [cell(result, c, self._usual[c.key]) for c in COLUMNS]
+        values = self._fleet.values[name]
+        return [
+            cell(result, c, usual, value)
+            for c, usual, value in zip(COLUMNS, self._usual, values, strict=True)
+        ]
 
     def cell(self, name: str, column: str) -> Text:
         """The cell of host `name` in `column` (a column key), highlighted as drawn."""
-        found = next(c for c in COLUMNS if c.key == column)
-        return cell(self._results[name], found, self._usual[column])
-
-    def _tally(self, result: HostResult) -> None:
-        """Move this host's column values in the per-column counts the majorities use."""
-        new = {c.key: c.value(result) for c in COLUMNS}
-        old = self._values.get(result.name, {})
-        for key, value in new.items():
-            was = old.get(key)
-            if was == value:
-                continue
-            if was is not None:
-                self._counts[key][was] -= 1
-                if not self._counts[key][was]:
-                    del self._counts[key][was]
-            if value is not None:
-                self._counts[key][value] += 1
-        self._values[result.name] = new
+        i = _INDEX[column]
+        return cell(self._results[name], COLUMNS[i], self._usual[i], self._fleet.values[name][i])
 
     def _apply_sort(self) -> None:
         order = {n: i for i, n in enumerate(self._order)}
 
+        values = self._fleet.values
+        column = self._sort
+
         def key(host: str) -> tuple[object, ...]:
-            if self._sort is None:
+            if column is None:
                 return (order.get(host, len(order)),)
-            return (sort_key(self._results[host], COLUMNS[self._sort]), order.get(host, len(order)))
+            return (value_sort_key(values[host][column]), order.get(host, len(order)))
 
         self.query_one(FleetTable).sort(key)
         self.query_one("#fleet-title", Static).update(self._title())

@@ -1,7 +1,9 @@
 """The fleet view's columns: one short cell per host per key fact, and a sort key for each.
 
 Pure functions of a `HostResult`, so the view only lays them out. A cell is `None` when the
-host has not reported that fact (it sorts last and never counts as "different").
+host has not reported that fact (it sorts last and never counts as "different"). A column
+that reads one section only names it (`section`): its value changes only when a snapshot
+brings a new result of that section, which is what lets `FleetRows` keep values per host.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from gpudash.model import HostResult
-from gpudash.ui.host_state import short_gpu_name, state_text
+from gpudash.ui.host_state import short_gpu_name, state_text, state_words
 from gpudash.ui.render import remote
 
 
@@ -23,6 +25,7 @@ class Column:
     label: str
     value: Callable[[HostResult], str | None]
     compare: bool = True  # highlight hosts that differ from the most common value
+    section: str | None = None  # the one section `value` reads; None: any part of the host
 
 
 def _gpus(host: HostResult) -> str | None:
@@ -94,21 +97,17 @@ def _network(host: HostResult) -> str | None:
     return f"{ok}/{len(data.targets)} ok" + (" · HF token" if data.hf_token else "")
 
 
-def _state(host: HostResult) -> str:
-    return state_text(host).plain
-
-
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
-    Column("state", "state", _state, compare=False),
-    Column("gpus", "GPUs", _gpus),
-    Column("cc", "cc", _cc),
-    Column("nvlink", "NVLink", _nvlink),
-    Column("driver", "driver/CUDA", _driver),
-    Column("nvcc", "nvcc", _nvcc),
-    Column("torch", "torch", _torch),
-    Column("models", "models", _models),
-    Column("network", "network", _network),
+    Column("state", "state", state_words, compare=False),
+    Column("gpus", "GPUs", _gpus, section="gpus"),
+    Column("cc", "cc", _cc, section="gpus"),
+    Column("nvlink", "NVLink", _nvlink, section="topology"),
+    Column("driver", "driver/CUDA", _driver, section="gpus"),
+    Column("nvcc", "nvcc", _nvcc, section="toolkit"),
+    Column("torch", "torch", _torch, section="env"),
+    Column("models", "models", _models, section="models"),
+    Column("network", "network", _network, section="network"),
 )
 
 
@@ -136,12 +135,15 @@ def _cut(text: Text) -> Text:
     return text
 
 
-def cell(host: HostResult, column: Column, usual: str | None) -> Text:
-    return _cut(_cell(host, column, usual))
+_UNKNOWN = object()
 
 
-def _cell(host: HostResult, column: Column, usual: str | None) -> Text:
-    value = column.value(host)
+def cell(host: HostResult, column: Column, usual: str | None, value: object = _UNKNOWN) -> Text:
+    """The cell as drawn; `value` is `column.value(host)` where the caller has it already."""
+    return _cut(_cell(host, column, usual, column.value(host) if value is _UNKNOWN else value))
+
+
+def _cell(host: HostResult, column: Column, usual: str | None, value: object) -> Text:
     if column.key == "state":
         return state_text(host)
     if value is None:
@@ -153,5 +155,9 @@ def _cell(host: HostResult, column: Column, usual: str | None) -> Text:
 
 
 def sort_key(host: HostResult, column: Column) -> tuple[int, str]:
-    value = column.value(host)
+    return value_sort_key(column.value(host))
+
+
+def value_sort_key(value: str | None) -> tuple[int, str]:
+    """Unreported values last, the others without regard to case."""
     return (1, "") if value is None else (0, value.lower())

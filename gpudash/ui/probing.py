@@ -24,6 +24,7 @@ from textual.css.query import NoMatches
 
 from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
 from gpudash.ui.fleet import FleetScreen
+from gpudash.ui.fleet_rows import FleetRows
 from gpudash.ui.messages import ProbeEvent
 
 _ROUND_START = (HostState.CONNECTING, HostState.PROBING)
@@ -157,6 +158,7 @@ class ProbeRouting:
                 self._partial.discard(event.host)
         snapshot = apply(self.results[event.host], event)
         self.results[event.host] = snapshot
+        FleetRows.of(self).update(snapshot)  # the fleet view opens on values made here
         try:
             host_list = self.host_list  # type: ignore[attr-defined]
         except NoMatches:  # the app is closing (a re-probe after a task ended late)

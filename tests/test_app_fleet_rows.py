@@ -1,0 +1,133 @@
+"""The fleet view's values are kept by the app as probe events arrive (what lets the view
+open on 1000 hosts within its budget: bench/bench_scale.py `app`), and the footers compose
+their keys only when those change. Kept values must always equal values computed afresh."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.widgets._footer import FooterKey
+
+from gpudash.config import Config, HostConfig
+from gpudash.model import FindingsComputed, HostResult, HostState, SectionDone
+from gpudash.ui import create_app
+from gpudash.ui.app import GpudashApp
+from gpudash.ui.fleet import FleetScreen
+from gpudash.ui.fleet_columns import COLUMNS
+from gpudash.ui.fleet_rows import FleetRows
+from gpudash.ui.footer import Footer
+from gpudash.ui.host_state import state_text, state_words
+from gpudash.ui.messages import ProbeEvent
+
+SAVED = Path(__file__).parent / "fixtures" / "saved"
+FIVE = ("dgx-h200", "pcie-a40", "h200-1x", "no-gpu", "down")
+SIZE = (100, 30)
+
+
+def five() -> Config:
+    return Config(
+        None, tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in FIVE)
+    )
+
+
+async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {condition}")
+        await pilot.pause(0.01)
+
+
+def settled(app: GpudashApp) -> Callable[[], bool]:
+    return lambda: all(r.elapsed_s is not None for r in app.results.values()) and not app._busy
+
+
+def assert_kept_values_are_fresh(app: GpudashApp) -> None:
+    rows = FleetRows.of(app)
+    for name, result in app.results.items():
+        assert rows.values[name] == tuple(c.value(result) for c in COLUMNS), name
+    for i, column in enumerate(COLUMNS):
+        if column.compare:
+            values = (column.value(r) for r in app.results.values())
+            assert rows.counts[i] == Counter(v for v in values if v is not None), column.key
+
+
+async def test_values_kept_as_events_arrive_equal_values_computed_afresh() -> None:
+    app = create_app(five())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        assert_kept_values_are_fresh(app)
+
+        one_gpu = app.results["h200-1x"].sections["gpus"]
+        app.post_message(ProbeEvent(SectionDone("dgx-h200", one_gpu)))
+        app.post_message(ProbeEvent(FindingsComputed("pcie-a40", ())))
+        await until(pilot, lambda: not app.results["pcie-a40"].findings)
+        assert FleetRows.of(app).values["dgx-h200"][2] == "1× H200"
+        assert FleetRows.of(app).values["pcie-a40"][1].startswith("ready")
+        assert "fail" not in FleetRows.of(app).values["pcie-a40"][1]  # its findings went
+        assert_kept_values_are_fresh(app)
+
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen.rows)
+        fleet = app.screen
+        assert isinstance(fleet, FleetScreen)
+        assert str(fleet.cell("dgx-h200", "gpus")) == "1× H200"
+        assert "reverse" not in str(fleet.cell("dgx-h200", "gpus").style)
+
+
+async def test_the_state_column_reads_as_the_state_shown_in_the_sidebar() -> None:
+    app = create_app(five())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        ready = app.results["pcie-a40"]
+        failed_section = dataclasses.replace(ready.sections["gpus"], error="timed out after 20 s")
+        variants: list[HostResult] = [
+            *app.results.values(),  # ready with findings, no GPU, unreachable
+            HostResult("new"),
+            dataclasses.replace(ready, state=HostState.CONNECTING),
+            dataclasses.replace(ready, state=HostState.PROBING, sections_total=0),
+            dataclasses.replace(ready, sections={**ready.sections, "gpus": failed_section}),
+            dataclasses.replace(ready, findings=()),
+            dataclasses.replace(ready, state=HostState.FAILED, error="pcie-a40: lost\x1b[2J"),
+            dataclasses.replace(ready, state=HostState.FAILED, error=None),
+            HostResult("gone", HostState.FAILED, error="gone: "),
+        ]
+        for result in variants:
+            assert state_words(result) == state_text(result).plain, result.name
+
+
+async def test_the_fleet_footer_is_composed_once_however_often_its_bindings_are_signalled() -> None:
+    app = create_app(five())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        footer = app.screen.query_one(Footer)
+        await until(pilot, lambda: footer.query(FooterKey))
+        keys = list(footer.query(FooterKey))
+        assert any(k.description == "Sort" for k in keys)
+        for _ in range(3):
+            app.screen.refresh_bindings()
+            await pilot.press("down")
+            await pilot.pause()
+        assert list(footer.query(FooterKey)) == keys  # the same widgets, not new ones
+
+
+async def test_a_footer_hidden_by_the_fleet_view_shows_keys_changed_meanwhile_on_return() -> None:
+    app = create_app(five())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        main = app.screen.query_one(Footer)
+        await until(pilot, lambda: any(k.key == "r" for k in main.query(FooterKey)))
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        app.set_keymap({"refresh-host": "f5"})
+        await pilot.pause()
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
+        await until(pilot, lambda: any(k.key == "f5" for k in main.query(FooterKey)))
+        assert not any(k.key == "r" for k in main.query(FooterKey))
