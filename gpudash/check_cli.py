@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import sys
+from collections import Counter
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TextIO
 
 from gpudash.checks import Finding, Severity, check_fleet, counts, worst_severity
 from gpudash.cli import EXIT_USAGE, UsageError, add_config_option, load
 from gpudash.config import Config
-from gpudash.model import HostResult, apply
+from gpudash.model import Event, HostResult, ProbeFinished, apply
 
 EXIT_OK, EXIT_FAIL = 0, 1
 
@@ -103,13 +106,90 @@ def _check(args: argparse.Namespace) -> int:
     config = _config(args)
     _unknown(config, args.hosts)
     names = args.hosts or [h.name for h in config.hosts]
-    found = findings_for(config, names)
-    if args.json:
-        write_json(found, sys.stdout)
-    else:
-        write_text(found, sys.stdout, show_ok=args.all)
+    found = asyncio.run(_check_streaming(config, names, args))
     failed = any(f.severity is Severity.FAIL for fs in found.values() for f in fs)
     return EXIT_FAIL if failed else EXIT_OK
+
+
+async def _check_streaming(
+    config: Config, names: list[str], args: argparse.Namespace
+) -> dict[str, tuple[Finding, ...]]:
+    """Text: each host's block as soon as its findings are final. JSON: one document at the
+    end, in config order."""
+    found: dict[str, tuple[Finding, ...]] = {}
+    async for name, findings in stream_findings(config, names):
+        found[name] = findings
+        if not args.json:
+            write_text({name: findings}, sys.stdout, show_ok=args.all)
+    found = {n: found[n] for n in names if n in found}
+    if args.json:
+        write_json(found, sys.stdout)
+    return found
+
+
+async def stream_findings(
+    config: Config, names: list[str]
+) -> AsyncIterator[tuple[str, tuple[Finding, ...]]]:
+    """Each named host's findings once they are final: the host and every host it is compared
+    with (all that share a tag with it) have finished their round, so a slow host holds back
+    only its own tag group. The Fleet computes them (FindingsComputed) as hosts finish."""
+    from gpudash.fleet import Fleet
+
+    tags = {h.name: h.tags for h in config.hosts}
+    probed = _with_peers(config, names)
+    unfinished = Counter(t for n in probed for t in tags[n])
+    members: dict[str, list[str]] = {}
+    for name in names:
+        for tag in tags[name]:
+            members.setdefault(tag, []).append(name)
+    results = {n: HostResult(n) for n in probed}
+    finished: set[str] = set()
+    order = {n: i for i, n in enumerate(names)}
+    due: set[str] = set()
+
+    def final() -> list[str]:
+        ready = [n for n in due if all(unfinished[t] == 0 for t in tags[n])]
+        due.difference_update(ready)
+        return sorted(ready, key=order.__getitem__)
+
+    async with Fleet(config) as fleet:
+        # Through a queue: a host's ProbeFinished comes with the FindingsComputed its round
+        # caused (its own, its peers'), and a host is final only once those are in. The Fleet
+        # yields them back to back, so they are all queued before this loop runs again: an
+        # empty queue means the batch is complete.
+        events: asyncio.Queue[Event | None] = asyncio.Queue()
+        pump = asyncio.ensure_future(_pump(fleet.probe(probed), events))
+        try:
+            while (event := await events.get()) is not None:
+                results[event.host] = apply(
+                    results.get(event.host) or HostResult(event.host), event
+                )
+                if isinstance(event, ProbeFinished) and event.host not in finished:
+                    finished.add(event.host)
+                    for tag in tags[event.host]:
+                        unfinished[tag] -= 1
+                        if unfinished[tag] == 0:
+                            due.update(members.get(tag, ()))
+                    if event.host in order:
+                        due.add(event.host)
+                if events.empty():
+                    for name in final():
+                        yield name, tuple(results[name].findings)
+            await pump  # re-raise what broke the stream, if anything did
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+    for name in [*final(), *sorted(due, key=order.__getitem__)]:
+        yield name, tuple(results[name].findings)
+
+
+async def _pump(stream: AsyncIterator[Event], events: asyncio.Queue[Event | None]) -> None:
+    try:
+        async for event in stream:
+            events.put_nowait(event)
+    finally:
+        events.put_nowait(None)
 
 
 def write_json(found: dict[str, tuple[Finding, ...]], out: TextIO) -> None:
