@@ -97,11 +97,6 @@ async def probe_all(config: Config, names: list[str]) -> dict[str, HostResult]:
     return results
 
 
-def findings_for(config: Config, names: list[str]) -> dict[str, tuple[Finding, ...]]:
-    results = asyncio.run(probe_all(config, _with_peers(config, names)))
-    return check_fleet(config, results, names)
-
-
 def _check(args: argparse.Namespace) -> int:
     config = _config(args)
     _unknown(config, args.hosts)
@@ -254,4 +249,4 @@ def _report(args: argparse.Namespace) -> int:
     return EXIT_FAIL if failed else EXIT_OK
 
 
-__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "findings_for", "probe_all", "register"]
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "probe_all", "register", "stream_findings"]
