@@ -165,7 +165,7 @@ def _free(value: object) -> tuple[tuple[str, float], ...]:
 
 
 def _repo(value: object) -> str:
-    from gpudash.tasks.spec import hf_repo
+    from gpudash.tasks.values import hf_repo
 
     return hf_repo(value)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter of a kind. `type` names a check in `gpudash.tasks.spec.PARAM_TYPES`."""
+    """One parameter of a kind. `type` names a check in `gpudash.tasks.values.PARAM_TYPES`."""
 
     type: str
     default: object = None
