@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sectionrun import bin_dir, busybox_sh, run_raw, run_section, script_tool
+from sectionrun import BASIC_TOOLS, bin_dir, busybox_sh, run_raw, run_section, script_tool
 
 from gpudash.probe.parts import Part
 from gpudash.probe.sections import env
@@ -204,6 +204,26 @@ def test_env_records_what_a_broken_python_said(tmp_path: Path) -> None:
     assert isinstance(result, env.Env)
     (py,) = result.pythons
     assert py.version is None and py.error == "pyenv: python3: command not found"
+
+
+def test_a_python_printing_a_megabyte_line_does_not_scramble_the_others(tmp_path: Path) -> None:
+    """The --version jobs run in parallel into one pipe: each writes one short line (an atomic
+    pipe write), so the section's output stays small and no job's line can cut into another's."""
+    hostile = "head -c 1048576 /dev/zero | tr '\\0' x; echo"
+    script_tool(tmp_path / "a", "python3", hostile)
+    for i in range(6):
+        script_tool(tmp_path / f"ok{i}", "python3", f"echo 'Python 3.1{i}.1'")
+    dirs = ":".join(str(tmp_path / d) for d in ["a", *(f"ok{i}" for i in range(6))])
+    path = f"{dirs}:{bin_dir(tmp_path / 'bin', (*BASIC_TOOLS, 'head', 'tr'))}"
+    parts, result = run_section(env, _env(tmp_path, path))
+    assert sum(len(part.text) for part in parts.values()) < 20_000
+    assert isinstance(result, env.Env)
+    by_path = {py.path: py for py in result.pythons}
+    assert by_path[str(tmp_path / "a" / "python3")].version is None
+    assert len(by_path[str(tmp_path / "a" / "python3")].error or "") <= 200
+    assert [by_path[str(tmp_path / f"ok{i}" / "python3")].version for i in range(6)] == [
+        f"3.1{i}.1" for i in range(6)
+    ]
 
 
 @pytest.mark.skipif(busybox_sh() is None, reason="busybox not installed")

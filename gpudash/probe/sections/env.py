@@ -113,14 +113,15 @@ gd_pythons() {
   gd_links "$@"
   for f; do gd_py_add "$f"; done
   # --version runs in parallel: pyenv shims and cold disks make one take 100 ms or more.
-  # Each job prints one short line "N<TAB>first line of its output".
+  # Each job prints one short line "N<TAB>first line of its output", cut to 200 bytes so
+  # that every job's line is one atomic pipe write (a hostile 1 MB line cannot interleave).
   _vs=$GD_NL$(
     _n=0
     while IFS='	' read -r first p r; do
       [ -n "$first" ] || continue
       _n=$((_n + 1))
       [ "$first" = 1 ] || continue
-      { _v=$("$p" --version </dev/null 2>&1); printf '%s\t%s\n' "$_n" "${_v%%"$GD_NL"*}"; } &
+      { _v=$("$p" --version </dev/null 2>&1); printf '%s\t%.200s\n' "$_n" "${_v%%"$GD_NL"*}"; } &
     done <<GD_EOF
 $gd_py_list
 GD_EOF
