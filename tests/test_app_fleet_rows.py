@@ -5,11 +5,9 @@ their keys only when those change. Kept values must always equal values computed
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections import Counter
-from collections.abc import Callable
-from pathlib import Path
 
+from test_app import FIVE, SAVED, SIZE, settled, until
 from textual.widgets._footer import FooterKey
 
 from gpudash.config import Config, HostConfig
@@ -23,27 +21,11 @@ from gpudash.ui.footer import Footer
 from gpudash.ui.host_state import state_text, state_words
 from gpudash.ui.messages import ProbeEvent
 
-SAVED = Path(__file__).parent / "fixtures" / "saved"
-FIVE = ("dgx-h200", "pcie-a40", "h200-1x", "no-gpu", "down")
-SIZE = (100, 30)
-
 
 def five() -> Config:
     return Config(
         None, tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in FIVE)
     )
-
-
-async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {condition}")
-        await pilot.pause(0.01)
-
-
-def settled(app: GpudashApp) -> Callable[[], bool]:
-    return lambda: all(r.elapsed_s is not None for r in app.results.values()) and not app._busy
 
 
 def assert_kept_values_are_fresh(app: GpudashApp) -> None:

@@ -4,11 +4,8 @@ drawn (what keeps opening the view with 1000 hosts fast: bench/bench_scale.py `a
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from pathlib import Path
-
 from rich.text import Text
+from test_app import FIVE, SAVED, SIZE, settled, until
 from textual.app import App, ComposeResult
 
 from gpudash.config import Config, HostConfig
@@ -16,22 +13,6 @@ from gpudash.ui import create_app
 from gpudash.ui.app import GpudashApp
 from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.fleet_table import FleetTable
-
-SAVED = Path(__file__).parent / "fixtures" / "saved"
-FIVE = ("dgx-h200", "pcie-a40", "h200-1x", "no-gpu", "down")
-SIZE = (100, 30)
-
-
-async def until(pilot, condition: Callable[[], object], timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {condition}")
-        await pilot.pause(0.01)
-
-
-def settled(app: GpudashApp) -> Callable[[], bool]:
-    return lambda: all(r.elapsed_s is not None for r in app.results.values()) and not app._busy
 
 
 def screen_lines(app: App[object]) -> list[str]:
