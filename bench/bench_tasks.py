@@ -29,8 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from sshd import Sshd  # noqa: E402
 
+from gpudash.tasks.events import TaskFinished, TaskOutput  # noqa: E402
 from gpudash.tasks.prepare import prepare  # noqa: E402
-from gpudash.tasks.runner import TaskFinished, TaskOutput, run_task  # noqa: E402
+from gpudash.tasks.runner import run_task  # noqa: E402
 from gpudash.tasks.spec import load_tasks  # noqa: E402
 from gpudash.transport.ssh import SshPool  # noqa: E402
 

@@ -24,8 +24,7 @@ from test_tasks_cli import write_config
 
 from gpudash.config import ConfigError, parse_config
 from gpudash.tasks.copy_task import run_copy
-from gpudash.tasks.prepare import prepare
-from gpudash.tasks.runner import (
+from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
     TaskEvent,
@@ -35,6 +34,7 @@ from gpudash.tasks.runner import (
     TaskSkipped,
     TaskStarted,
 )
+from gpudash.tasks.prepare import prepare
 from gpudash.tasks.spec import TaskSpec, load_tasks
 from gpudash.transport.base import Transport, TransportError
 from gpudash.transport.local import LocalTransport

@@ -24,8 +24,7 @@ import pytest
 from sshd import FakeHost, Sshd
 
 from gpudash.tasks import jobs
-from gpudash.tasks.prepare import prepare
-from gpudash.tasks.runner import (
+from gpudash.tasks.events import (
     TaskCancelled,
     TaskEvent,
     TaskFinished,
@@ -33,9 +32,9 @@ from gpudash.tasks.runner import (
     TaskOutput,
     TaskSkipped,
     TaskStarted,
-    run_on_host,
-    run_task,
 )
+from gpudash.tasks.prepare import prepare
+from gpudash.tasks.runner import run_on_host, run_task
 from gpudash.tasks.spec import TaskSpec, load_tasks
 from gpudash.transport.ssh import SshPool
 

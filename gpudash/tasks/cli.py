@@ -250,7 +250,8 @@ async def stream(
 ) -> int:
     """Run and print; the exit code. SIGINT sets `cancel` (the hosts stop the jobs)."""
     from gpudash.fleet import Fleet
-    from gpudash.tasks import runner as r
+    from gpudash.tasks.events import TaskOutput, is_end, succeeded
+    from gpudash.tasks.runner import run_tasks
 
     cancel = cancel or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -269,14 +270,14 @@ async def stream(
     ok = True
     try:
         async with Fleet(config) as fleet:
-            async for event in r.run_tasks(fleet, specs, [task], hosts, cancel=cancel, root=root):
+            async for event in run_tasks(fleet, specs, [task], hosts, cancel=cancel, root=root):
                 line = _describe(event)
-                if isinstance(event, r.TaskOutput):
+                if isinstance(event, TaskOutput):
                     for text in event.lines:
                         out.write(f"{event.host:<{width}} | {text}\n")
                 elif line is not None:
                     out.write(f"{event.host:<{width}} | == {event.task}: {line}\n")
-                if r.is_end(event) and not r.succeeded(event):
+                if is_end(event) and not succeeded(event):
                     ok = False
                 out.flush()
     finally:
@@ -288,22 +289,22 @@ async def stream(
 
 
 def _describe(event: object) -> str | None:
-    from gpudash.tasks import runner as r
+    from gpudash.tasks import events as ev
 
-    if isinstance(event, r.TaskStarted):
+    if isinstance(event, ev.TaskStarted):
         how = "attached to the run already going" if event.attached else "started"
         return f"{how} (run {event.run}; local log {event.log_path})"
-    if isinstance(event, r.TaskSkipped):
+    if isinstance(event, ev.TaskSkipped):
         return f"skipped: {event.reason}"
-    if isinstance(event, r.TaskBlocked):
+    if isinstance(event, ev.TaskBlocked):
         return f"not run: {event.reason}"
-    if isinstance(event, r.TaskFinished):
+    if isinstance(event, ev.TaskFinished):
         if event.ok:
             return f"ok ({event.elapsed_s:.1f}s)"
         why = " (timed out)" if event.timed_out else ""
         return f"failed rc={event.rc}{why} ({event.elapsed_s:.1f}s)"
-    if isinstance(event, r.TaskCancelled):
+    if isinstance(event, ev.TaskCancelled):
         return "cancelled"
-    if isinstance(event, r.TaskLost):
+    if isinstance(event, ev.TaskLost):
         return f"lost: {event.reason}"
     return None

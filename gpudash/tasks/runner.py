@@ -3,7 +3,8 @@
     run_task(host, transport, prepared, cancel=...)   one task on one host
     run_tasks(fleet, specs, tasks, hosts, cancel=...) tasks and their needs, hosts in parallel
 
-A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), then `jobs.launch`
+Each task on each host yields the events of `gpudash.tasks.events`, ending in exactly one end
+event. A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), then `jobs.launch`
 (or attach to the run already going: `TaskStarted(attached=True)`), then the log streamed from
 byte offset 0 and re-attached from the byte count received after any drop, so no line is lost
 or doubled, then the rc file. Setting `cancel` stops the remote process group; the stream goes
@@ -17,10 +18,22 @@ import contextlib
 import secrets as _secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
 
 from gpudash.aio import merge
 from gpudash.tasks import jobs
+from gpudash.tasks.events import (
+    TaskBlocked,
+    TaskCancelled,
+    TaskEvent,
+    TaskFinished,
+    TaskLost,
+    TaskOutput,
+    TaskQueued,
+    TaskSkipped,
+    TaskStarted,
+    is_end,
+    succeeded,
+)
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
 from gpudash.tasks.prepare import Facts, Prepared, PrepareError, prepare
 from gpudash.tasks.spec import TaskSpec, order
@@ -29,106 +42,6 @@ from gpudash.transport.base import Transport, TransportError
 CHECK_TIMEOUT_S = 60.0
 RECONNECT_FOR_S = 120.0
 CANCEL_GRACE_S = 10.0
-
-
-# --- events ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TaskQueued:
-    host: str
-    task: str
-
-
-@dataclass(frozen=True)
-class TaskSkipped:
-    """Nothing ran: the check said it is already done, or the task does not apply."""
-
-    host: str
-    task: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class TaskBlocked:
-    """Not started: a need did not succeed, or the script could not be made for this host."""
-
-    host: str
-    task: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class TaskStarted:
-    """`attached`: the task was already running on the host (a second launch attaches)."""
-
-    host: str
-    task: str
-    run: str | None
-    attached: bool
-    log_path: str
-    started: float  # time.time()
-
-
-@dataclass(frozen=True)
-class TaskOutput:
-    """Finished lines (progress redraws collapsed), the unfinished line's current state, and
-    the byte offset in the host's log after this chunk."""
-
-    host: str
-    task: str
-    lines: tuple[str, ...]
-    partial: str
-    offset: int
-
-
-@dataclass(frozen=True)
-class TaskFinished:
-    host: str
-    task: str
-    rc: int
-    elapsed_s: float
-    timed_out: bool = False
-    affects: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.rc == 0
-
-
-@dataclass(frozen=True)
-class TaskCancelled:
-    host: str
-    task: str
-    elapsed_s: float
-
-
-@dataclass(frozen=True)
-class TaskLost:
-    host: str
-    task: str
-    reason: str
-
-
-TaskEvent = (
-    TaskQueued
-    | TaskSkipped
-    | TaskBlocked
-    | TaskStarted
-    | TaskOutput
-    | TaskFinished
-    | TaskCancelled
-    | TaskLost
-)
-
-
-def succeeded(event: object) -> bool:
-    """The end events that count as success (for `needs` and the exit code)."""
-    return isinstance(event, TaskSkipped) or (isinstance(event, TaskFinished) and event.ok)
-
-
-def is_end(event: object) -> bool:
-    return isinstance(event, (TaskSkipped, TaskBlocked, TaskFinished, TaskCancelled, TaskLost))
 
 
 # --- one task on one host ------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from gpudash.tasks import runner as r
+from gpudash.tasks import events as r
 
 RING_LINES = 5000
 """Lines of a run's log kept in memory; a 200k-line pip log must not grow the app."""
