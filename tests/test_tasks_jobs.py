@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from sshd import FakeHost, Sshd
 
-from gpudash.tasks import jobs
+from gpudash.tasks import job_scripts, jobs
 from gpudash.tasks.events import (
     TaskCancelled,
     TaskEvent,
@@ -376,9 +376,9 @@ async def test_sudo_without_nopasswd_fails_fast_with_a_clear_message(
     end = events[-1]
     assert isinstance(end, TaskFinished) and end.rc == 126
     if shutil.which("sudo"):
-        assert lines_of(events) == [f"gpudash: {jobs.SUDO_PASSWORD_MESSAGE}"]
+        assert lines_of(events) == [f"gpudash: {job_scripts.SUDO_PASSWORD_MESSAGE}"]
     else:
-        assert lines_of(events) == [f"gpudash: {jobs.SUDO_MISSING_MESSAGE}"]
+        assert lines_of(events) == [f"gpudash: {job_scripts.SUDO_MISSING_MESSAGE}"]
 
 
 async def test_sudo_as_root_runs_directly(sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool):

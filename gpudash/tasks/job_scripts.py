@@ -1,0 +1,254 @@
+"""The shell scripts of the job-directory protocol (`gpudash.tasks.jobs` runs them and reads
+their output): launch, status, list, attach, fetch, cancel, and the wrapper that launch leaves
+on the host. Each task has one directory, `$HOME/.cache/gpudash/jobs/TASK/` (mode 0700;
+`GPUDASH_JOBS` on the host overrides the root):
+
+    lock        flock held by the wrapper for the job's whole life: the liveness oracle
+    run         the run id of the current (or last) run
+    script.sh   the rendered task: `export K=<quoted>` lines, then the body
+    secret.env  `export` lines of secrets; sourced and deleted by script.sh before the body
+    files/      uploaded files (patches)
+    wrapper.sh  the constant wrapper below
+    wpid        the wrapper's pid (a `setsid` session leader, outside the payload's group)
+    pgid        the payload's process group (its own `setsid` session), what cancel signals
+    log         stdout+stderr of the payload, appended
+    cancelled   marker written by cancel before it signals
+    rc          "CODE[ cancelled|timeout]", written as rc.tmp + mv (atomic)
+
+Every script here goes to the constant `/bin/sh -s` on stdin; every value in it is an
+`export K=<shlex.quote(v)>` line or a `printf '%s' <quoted>` argument, never shell syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+
+BUSY_RC = 75  # launch's exit status when a run is already going (EX_TEMPFAIL)
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+SUDO_PASSWORD_MESSAGE = "sudo needs a password on this host: configure NOPASSWD or log in as root"
+SUDO_MISSING_MESSAGE = "this task needs root, but sudo is not installed and the login is not root"
+
+# The job dir of the task named by $GPUDASH_TASK (validated: [a-z0-9_-]).
+_JOB_DIR = 'J="${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK"\n'
+
+WRAPPER = f"""\
+# gpudash job wrapper: holds the lock (fd 9, inherited), runs the payload in its own
+# session, writes rc atomically. It is outside the payload's process group, so cancel
+# (which signals that group) never stops it before it has written rc.
+J="$GPUDASH_JOB"
+echo $$ > "$J/wpid.tmp" && mv -f "$J/wpid.tmp" "$J/wpid"
+finish() {{
+    printf '%s\\n' "$1" > "$J/rc.tmp" && mv -f "$J/rc.tmp" "$J/rc"
+    exit 0
+}}
+export PYTHONUNBUFFERED=1 TERM=dumb
+if [ "$GPUDASH_SUDO" = 1 ] && [ "$(id -u)" != 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "gpudash: {SUDO_MISSING_MESSAGE}" >> "$J/log"
+        finish 126
+    fi
+    if ! sudo -n true >/dev/null 2>&1 </dev/null; then
+        echo "gpudash: {SUDO_PASSWORD_MESSAGE}" >> "$J/log"
+        finish 126
+    fi
+    : > "$J/sudo"
+    set -- sudo -n /bin/sh "$J/script.sh"
+else
+    set -- /bin/sh "$J/script.sh"
+fi
+if [ "${{GPUDASH_TIMEOUT:-0}}" -gt 0 ]; then
+    set -- timeout -k 10 "$GPUDASH_TIMEOUT" "$@"
+fi
+setsid "$@" </dev/null >> "$J/log" 2>&1 9>&- &
+P=$!
+echo "$P" > "$J/pgid.tmp" && mv -f "$J/pgid.tmp" "$J/pgid"
+wait "$P"
+rc=$?
+if [ -e "$J/cancelled" ]; then
+    finish "$rc cancelled"
+elif [ "$rc" = 124 ] && [ "${{GPUDASH_TIMEOUT:-0}}" -gt 0 ]; then
+    finish "$rc timeout"
+fi
+finish "$rc"
+"""
+
+_STATUS_BODY = """\
+status_of() {
+    if [ ! -e "$J/run" ]; then echo "state none"; return; fi
+    echo "run $(cat "$J/run")"
+    echo "wpid $(cat "$J/wpid" 2>/dev/null)"
+    if [ -e "$J/rc" ]; then
+        state=finished
+    elif flock -n "$J/lock" true 2>/dev/null; then
+        if [ -e "$J/rc" ]; then state=finished
+        elif [ -e "$J/cancelled" ]; then state=cancelled
+        else state=lost; fi
+    else
+        state=running
+    fi
+    [ "$state" = finished ] && echo "rc $(cat "$J/rc")"
+    echo "size $(wc -c < "$J/log" 2>/dev/null || echo 0)"
+    echo "state $state"
+}
+"""
+
+
+def check_name(task: str) -> str:
+    if not _NAME.match(task):
+        raise ValueError(f"task name {task!r}: expected [a-z0-9][a-z0-9_-]*")
+    return task
+
+
+def _exports(values: Mapping[str, str | int]) -> str:
+    return "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items())
+
+
+def _head(task: str, root: str | None) -> str:
+    values: dict[str, str] = {"GPUDASH_TASK": check_name(task)}
+    if root is not None:
+        values["GPUDASH_JOBS"] = root
+    return _exports(values) + _JOB_DIR
+
+
+def _wrap(body: str) -> str:
+    """`{ ...; } </dev/null`: an inner stdin reader cannot swallow the rest of the script."""
+    return "{\n" + body + "} </dev/null\n"
+
+
+def launch_script(
+    task: str,
+    script: str,
+    *,
+    run_id: str,
+    secrets: str = "",
+    files: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    sudo: bool = False,
+    root: str | None = None,
+) -> str:
+    """The one script that starts a run, or prints `busy RUN` (exit 75) when one is going."""
+    writes = [f"printf '%s' {shlex.quote(script)} > \"$J/script.sh\"\n"]
+    if secrets:
+        writes.append(f"printf '%s' {shlex.quote(secrets)} > \"$J/secret.env\"\n")
+    if files:
+        writes.append('mkdir "$J/files" || exit 73\n')
+        for name, content in files.items():
+            if not _FILE.match(name):
+                raise ValueError(f"file name {name!r}: expected [A-Za-z0-9._-]")
+            writes.append(f"printf '%s' {shlex.quote(content)} > \"$J/files/{name}\"\n")
+    writes.append(f"printf '%s' {shlex.quote(WRAPPER)} > \"$J/wrapper.sh\"\n")
+    body = (
+        "umask 077\n"
+        + _head(task, root)
+        + _exports(
+            {
+                "GPUDASH_RUN": run_id,
+                "GPUDASH_TIMEOUT": int(timeout + 0.999) if timeout else 0,
+                "GPUDASH_SUDO": 1 if sudo else 0,
+            }
+        )
+        + "for tool in flock setsid; do\n"
+        + "    command -v $tool >/dev/null 2>&1 ||"
+        + ' { echo "gpudash-job missing $tool"; exit 69; }\n'
+        + "done\n"
+        + 'mkdir -p "$J" && chmod 700 "$J" || { echo "gpudash-job cannot create $J"; exit 73; }\n'
+        + 'exec 9>> "$J/lock" || exit 73\n'
+        + 'flock -n 9 || { echo "gpudash-job busy $(cat "$J/run" 2>/dev/null)";'
+        + f" exit {BUSY_RC}; }}\n"
+        + 'rm -rf "$J/rc" "$J/rc.tmp" "$J/cancelled" "$J/sudo" "$J/wpid" "$J/pgid" "$J/files"\n'
+        + 'rm -f "$J/secret.env"\n'
+        + ': > "$J/log" || exit 73\n'
+        + "".join(writes)
+        + 'printf \'%s\\n\' "$GPUDASH_RUN" > "$J/run"\n'
+        + 'export GPUDASH_JOB="$J"\n'
+        + 'setsid -f /bin/sh "$J/wrapper.sh" </dev/null >/dev/null 2>&1\n'
+        + "exec 9>&-\n"
+        + "i=0\n"
+        + 'while [ ! -s "$J/pgid" ] && [ ! -e "$J/rc" ] && [ $i -lt 200 ]; do\n'
+        + "    sleep 0.05; i=$((i + 1))\n"
+        + "done\n"
+        + 'echo "gpudash-job launched $GPUDASH_RUN"\n'
+    )
+    return _wrap(body)
+
+
+def status_script(task: str, root: str | None = None) -> str:
+    return _wrap(_head(task, root) + _STATUS_BODY + "status_of\n")
+
+
+def list_script(root: str | None = None) -> str:
+    """Every job under the root, each as `task NAME` followed by its status lines."""
+    head = _exports({"GPUDASH_JOBS": root}) if root is not None else ""
+    body = (
+        head
+        + 'R="${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}"\n'
+        + _STATUS_BODY
+        + 'for J in "$R"/*; do\n'
+        + '    [ -d "$J" ] || continue\n'
+        + '    echo "task ${J##*/}"\n'
+        + "    status_of\n"
+        + "done\n"
+    )
+    return _wrap(body)
+
+
+def attach_script(task: str, offset: int, marker: str, root: str | None = None) -> str:
+    """`marker` then the log from byte `offset` on, following it until the wrapper exits.
+
+    Whatever the login prints first (a motd, "Could not chdir to home directory") comes
+    before the marker and is dropped, so the bytes counted are the log's own."""
+    return _wrap(
+        _head(task, root)
+        + _exports({"GPUDASH_FROM": int(offset) + 1, "GPUDASH_MARK": marker})
+        + '[ -e "$J/log" ] || exit 3\n'
+        + "printf '%s\\n' \"$GPUDASH_MARK\"\n"
+        + 'W=$(cat "$J/wpid" 2>/dev/null)\n'
+        + 'if [ -e "$J/rc" ] || [ -z "$W" ]; then exec tail -c +"$GPUDASH_FROM" "$J/log"; fi\n'
+        + 'exec tail -c +"$GPUDASH_FROM" -f --pid="$W" -s 0.2 "$J/log"\n'
+    )
+
+
+def fetch_script(task: str, offset: int, marker: str, root: str | None = None) -> str:
+    """`marker`, then the log from byte `offset` to its current end, no following."""
+    return _wrap(
+        _head(task, root)
+        + _exports({"GPUDASH_FROM": int(offset) + 1, "GPUDASH_MARK": marker})
+        + '[ -e "$J/log" ] || exit 3\n'
+        + "printf '%s\\n' \"$GPUDASH_MARK\"\n"
+        + 'exec tail -c +"$GPUDASH_FROM" "$J/log"\n'
+    )
+
+
+def cancel_script(task: str, grace: float = 10.0, root: str | None = None) -> str:
+    """TERM the payload's process group; KILL what is left of it after `grace` seconds (a
+    process that ignores TERM keeps the group alive even once the payload's shell is gone)."""
+    return _wrap(
+        _head(task, root)
+        + _exports({"GPUDASH_GRACE": max(1, int(grace * 10))})
+        + _STATUS_BODY
+        + """\
+if [ ! -e "$J/rc" ] && ! flock -n "$J/lock" true 2>/dev/null; then
+    : > "$J/cancelled"
+    i=0
+    while [ ! -s "$J/pgid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    P=$(cat "$J/pgid" 2>/dev/null)
+    signal() {  # dash's kill takes no `--`; /bin/kill under sudo needs it
+        [ -n "$P" ] || return 0
+        kill -"$1" -"$P" 2>/dev/null && return 0
+        [ -e "$J/sudo" ] && sudo -n kill -"$1" -- -"$P" 2>/dev/null
+    }
+    alive() { [ -n "$P" ] && kill -0 -"$P" 2>/dev/null; }
+    signal TERM
+    i=0
+    while alive && [ $i -lt "$GPUDASH_GRACE" ]; do sleep 0.1; i=$((i + 1)); done
+    if alive; then signal KILL; fi
+    i=0
+    while [ ! -e "$J/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+status_of
+"""
+    )
