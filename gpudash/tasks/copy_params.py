@@ -2,7 +2,7 @@
 source host (`params.from`) is one of its hosts.
 
 The shapes (`from` a one-line name, `path` a named directory, `to` a path) are checked with
-every other task's parameters in `gpudash.tasks.spec`.
+every other task's parameters (`gpudash.tasks.values`).
 """
 
 from __future__ import annotations

@@ -30,25 +30,26 @@ async def run_copy(
     check: bool = True,
 ) -> AsyncIterator[object]:
     """The copy to `host` as task events, like `runner.run_task` (exactly one end event)."""
+    from gpudash.tasks import events as ev
     from gpudash.tasks import runner as r
 
     spec = prepared.spec
     name = spec.name
     params = CopyParams.of(spec.params)
     cancel = cancel or asyncio.Event()
-    yield r.TaskQueued(host, name)
+    yield ev.TaskQueued(host, name)
     if cancel.is_set():
-        yield r.TaskCancelled(host, name, 0.0)
+        yield ev.TaskCancelled(host, name, 0.0)
         return
     if not params.source:
-        yield r.TaskBlocked(host, name, f"set params.from (the source host) in [tasks.{name}]")
+        yield ev.TaskBlocked(host, name, f"set params.from (the source host) in [tasks.{name}]")
         return
     if params.source == host and params.to == params.path:
         # `gpudash run copy` with no host names every host, the source among them
-        yield r.TaskSkipped(host, name, "this is the copy's source host")
+        yield ev.TaskSkipped(host, name, "this is the copy's source host")
         return
     if peer is None:
-        yield r.TaskBlocked(
+        yield ev.TaskBlocked(
             host,
             name,
             "no way to reach the source host here (run_on_host needs peer=fleet_peer(fleet))",
@@ -56,36 +57,36 @@ async def run_copy(
         return
     source = peer(params.source)
     if source is None:
-        yield r.TaskBlocked(host, name, f"source host {params.source!r} is not configured")
+        yield ev.TaskBlocked(host, name, f"source host {params.source!r} is not configured")
         return
     try:
         if check and prepared.check is not None:
-            code = await r._check(transport, prepared)
+            code = await r.run_check(transport, prepared)
             if code == 0:
-                yield r.TaskSkipped(host, name, "already done (its check exited 0)")
+                yield ev.TaskSkipped(host, name, "already done (its check exited 0)")
                 return
             if code is None:
-                yield r.TaskLost(host, name, "connection lost during the check")
+                yield ev.TaskLost(host, name, "connection lost during the check")
                 return
     except TransportError as exc:
-        yield r.TaskLost(host, name, exc.reason)
+        yield ev.TaskLost(host, name, exc.reason)
         return
 
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + _secrets.token_hex(3)
     log = TaskLog(host, name)
     started = time.monotonic()
-    yield r.TaskStarted(host, name, run_id, False, str(log.path), time.time())
+    yield ev.TaskStarted(host, name, run_id, False, str(log.path), time.time())
     assembler = LineAssembler(Masker(prepared.secrets.values()))
     offset = 0
     queue: asyncio.Queue[bytes] = asyncio.Queue()
     copy = Copy(params, host, transport, source, run_id, spec.timeout, queue.put_nowait)
 
-    def output(data: bytes, final: bool = False) -> r.TaskOutput:
+    def output(data: bytes, final: bool = False) -> ev.TaskOutput:
         nonlocal offset
         offset += len(data)
         lines = assembler.feed(data, final=final)
         log.write(lines)
-        return r.TaskOutput(host, name, tuple(lines), assembler.partial, offset)
+        return ev.TaskOutput(host, name, tuple(lines), assembler.partial, offset)
 
     work = asyncio.ensure_future(copy.run())
     waiter = asyncio.ensure_future(cancel.wait())
@@ -110,22 +111,22 @@ async def run_copy(
         tail = assembler.feed(b"", final=True)
         if tail:
             log.write(tail)
-            yield r.TaskOutput(host, name, tuple(tail), "", offset)
+            yield ev.TaskOutput(host, name, tuple(tail), "", offset)
         elapsed = time.monotonic() - started
         if cancelled:
             log.write(["# gpudash: cancelled (both ends stopped)"])
-            yield r.TaskCancelled(host, name, elapsed)
+            yield ev.TaskCancelled(host, name, elapsed)
             return
         exc = work.exception()
         if isinstance(exc, TransportError):
             log.write([f"# gpudash: lost: {exc.reason}"])
-            yield r.TaskLost(host, name, exc.reason)
+            yield ev.TaskLost(host, name, exc.reason)
             return
         if exc is not None:
             raise exc
         rc = work.result()
         log.write([f"# gpudash: rc {rc}{' (timed out)' if copy.timed_out else ''}"])
-        yield r.TaskFinished(host, name, rc, elapsed, copy.timed_out, spec.affects)
+        yield ev.TaskFinished(host, name, rc, elapsed, copy.timed_out, spec.affects)
     finally:
         waiter.cancel()
         if not work.done():

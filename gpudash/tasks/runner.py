@@ -47,7 +47,9 @@ CANCEL_GRACE_S = 10.0
 # --- one task on one host ------------------------------------------------------------------------
 
 
-async def _check(transport: Transport, prepared: Prepared) -> int | None:
+async def run_check(transport: Transport, prepared: Prepared) -> int | None:
+    """The task's `check` on the host: its exit status (0: already done, so the task is
+    skipped), or None when the connection was lost before it answered."""
     assert prepared.check is not None
     process = await transport.start(prepared.check, timeout=CHECK_TIMEOUT_S)
     try:
@@ -95,7 +97,7 @@ async def run_task(
         return
     try:
         if check and prepared.check is not None:
-            code = await _check(transport, prepared)
+            code = await run_check(transport, prepared)
             if code == 0:
                 yield TaskSkipped(host, name, "already done (its check exited 0)")
                 return

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from gpudash.tasks import events as ev
 from gpudash.tasks import runner as r
 from gpudash.tasks.prepare import Facts
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
@@ -115,7 +116,7 @@ class TaskControl:
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:  # a bug costs this run, never the app
             reason = f"internal error: {type(exc).__name__}: {exc}"
-            self.app.post_message(TaskEvent(r.TaskLost(host.name, task, reason)))
+            self.app.post_message(TaskEvent(ev.TaskLost(host.name, task, reason)))
 
     def cancel(self, host: str, task: str) -> None:
         """Stop the run (the core kills its process group on the host) and what was queued
@@ -169,13 +170,13 @@ class TaskControl:
     async def _follow(
         self, host: str, transport: Any, task: str, run: str | None, cancel: asyncio.Event
     ) -> None:
-        self.app.post_message(TaskEvent(r.TaskQueued(host, task)))
+        self.app.post_message(TaskEvent(ev.TaskQueued(host, task)))
         try:
             async for event in r.follow_job(host, transport, task, run=run, cancel=cancel):
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:
             reason = f"internal error: {type(exc).__name__}: {exc}"
-            self.app.post_message(TaskEvent(r.TaskLost(host, task, reason)))
+            self.app.post_message(TaskEvent(ev.TaskLost(host, task, reason)))
 
     # ---- events ---------------------------------------------------------------------------------
 
@@ -186,8 +187,8 @@ class TaskControl:
         if run is None:
             run = self.runs[key] = Run(event.host, event.task)
         fold(run, event)
-        lines = event.lines if isinstance(event, r.TaskOutput) else ()
-        if isinstance(event, (r.TaskFinished, r.TaskCancelled)) and run.started is not None:
+        lines = event.lines if isinstance(event, ev.TaskOutput) else ()
+        if isinstance(event, (ev.TaskFinished, ev.TaskCancelled)) and run.started is not None:
             affects = getattr(event, "affects", ()) or None
             self.app.reprobe(event.host, affects)
-        return run, lines, isinstance(event, r.TaskStarted)
+        return run, lines, isinstance(event, ev.TaskStarted)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from gpudash.tasks import events as r
+from gpudash.tasks import events as ev
 
 RING_LINES = 5000
 """Lines of a run's log kept in memory; a 200k-line pip log must not grow the app."""
@@ -53,9 +53,9 @@ class Run:
 
 def fold(run: Run, event: object) -> None:
     """Apply one core event to `run` (in place: the app owns runs, one handler touches them)."""
-    if isinstance(event, r.TaskQueued):
+    if isinstance(event, ev.TaskQueued):
         run.state, run.detail, run.rc, run.elapsed_s = "queued", "", None, None
-    elif isinstance(event, r.TaskStarted):
+    elif isinstance(event, ev.TaskStarted):
         run.state = "running"
         run.started = time.monotonic()
         run.attached = event.attached
@@ -64,21 +64,21 @@ def fold(run: Run, event: object) -> None:
         run.lines.clear()
         run.partial = ""
         run.received = 0
-    elif isinstance(event, r.TaskOutput):
+    elif isinstance(event, ev.TaskOutput):
         run.lines.extend(event.lines)
         run.received += len(event.lines)
         run.partial = event.partial
-    elif isinstance(event, r.TaskSkipped):
+    elif isinstance(event, ev.TaskSkipped):
         run.state, run.detail = "skipped", event.reason
-    elif isinstance(event, r.TaskBlocked):
+    elif isinstance(event, ev.TaskBlocked):
         run.state, run.detail = "blocked", event.reason
-    elif isinstance(event, r.TaskFinished):
+    elif isinstance(event, ev.TaskFinished):
         run.state = "ok" if event.ok else "failed"
         run.rc, run.elapsed_s = event.rc, event.elapsed_s
         run.detail = "timed out" if event.timed_out else ""
-    elif isinstance(event, r.TaskCancelled):
+    elif isinstance(event, ev.TaskCancelled):
         run.state, run.elapsed_s = "cancelled", event.elapsed_s or run.elapsed()
-    elif isinstance(event, r.TaskLost):
+    elif isinstance(event, ev.TaskLost):
         run.state, run.detail = "lost", event.reason
     if not run.active:
         run.cancelling = False
