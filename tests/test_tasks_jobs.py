@@ -33,8 +33,9 @@ from gpudash.tasks.events import (
     TaskSkipped,
     TaskStarted,
 )
+from gpudash.tasks.fleet_run import run_on_host
 from gpudash.tasks.prepare import prepare
-from gpudash.tasks.runner import run_on_host, run_task
+from gpudash.tasks.runner import run_task
 from gpudash.tasks.spec import TaskSpec, load_tasks
 from gpudash.transport.ssh import SshPool
 

@@ -114,8 +114,8 @@ async def _host_states(
     """Each task's state on `host`: n/a, running, done, to do, or last run's failure."""
     from gpudash.fleet import Fleet
     from gpudash.tasks import jobs
+    from gpudash.tasks.fleet_run import host_facts
     from gpudash.tasks.prepare import Facts, PrepareError, prepare
-    from gpudash.tasks.runner import host_facts
     from gpudash.transport.base import TransportError
 
     states: dict[str, str] = {}
@@ -211,8 +211,8 @@ async def _show(
     out: TextIO,
 ) -> int:
     from gpudash.fleet import Fleet
+    from gpudash.tasks.fleet_run import host_facts
     from gpudash.tasks.prepare import Facts, PrepareError, prepare
-    from gpudash.tasks.runner import host_facts
 
     code = EXIT_OK
     async with Fleet(config) as fleet:
@@ -251,7 +251,7 @@ async def stream(
     """Run and print; the exit code. SIGINT sets `cancel` (the hosts stop the jobs)."""
     from gpudash.fleet import Fleet
     from gpudash.tasks.events import TaskOutput, is_end, succeeded
-    from gpudash.tasks.runner import run_tasks
+    from gpudash.tasks.fleet_run import run_tasks
 
     cancel = cancel or asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,7 +1,9 @@
-"""Run tasks on hosts as one async stream of events; the CLI prints it, the app renders it.
+"""Run one task on one host as an async stream of events; the CLI prints it, the app renders it.
 
     run_task(host, transport, prepared, cancel=...)   one task on one host
-    run_tasks(fleet, specs, tasks, hosts, cancel=...) tasks and their needs, hosts in parallel
+    follow_job(host, transport, task, run=...)        a job already running (found on start-up)
+
+Several tasks, their needs and many hosts are `gpudash.tasks.fleet_run`'s.
 
 Each task on each host yields the events of `gpudash.tasks.events`, ending in exactly one end
 event. A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), then `jobs.launch`
@@ -17,9 +19,8 @@ import asyncio
 import contextlib
 import secrets as _secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator
 
-from gpudash.aio import merge
 from gpudash.tasks import jobs
 from gpudash.tasks.events import (
     TaskBlocked,
@@ -31,12 +32,9 @@ from gpudash.tasks.events import (
     TaskQueued,
     TaskSkipped,
     TaskStarted,
-    is_end,
-    succeeded,
 )
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
-from gpudash.tasks.prepare import Facts, Prepared, PrepareError, prepare
-from gpudash.tasks.spec import TaskSpec, order
+from gpudash.tasks.prepare import Prepared
 from gpudash.transport.base import Transport, TransportError
 
 CHECK_TIMEOUT_S = 60.0
@@ -323,125 +321,3 @@ async def _follow(
         if cancel_task is not None and not cancel_task.done():
             with contextlib.suppress(Exception):
                 await cancel_task
-
-
-# --- tasks and needs on many hosts ---------------------------------------------------------------
-
-
-async def host_facts(host: object, transport: Transport) -> Facts:
-    """The gpus probe section of one host, for defaults such as the torch CUDA tag."""
-    from gpudash.model import HostResult, apply
-    from gpudash.probe.registry import section
-    from gpudash.probe.run import probe_host
-
-    name = getattr(host, "name", "?")
-    result = HostResult(name)
-    async for event in probe_host(host, transport, [section("gpus")]):  # type: ignore[arg-type]
-        result = apply(result, event)
-    return Facts.from_result(result)
-
-
-async def run_on_host(
-    host: object,
-    transport: Transport,
-    specs: Mapping[str, TaskSpec],
-    wanted: list[str],
-    *,
-    cancel: asyncio.Event | None = None,
-    facts: Facts | None = None,
-    root: str | None = None,
-    environ: Mapping[str, str] | None = None,
-    peer: Callable[[str], Transport | None] | None = None,
-) -> AsyncIterator[TaskEvent]:
-    """`wanted` and their needs on one host, needs first; a failed need blocks its dependents.
-
-    `peer` gives another host's transport by name: a copy task's source.
-    """
-    import os
-
-    name = getattr(host, "name", str(host))
-    cancel = cancel or asyncio.Event()
-    done: dict[str, bool] = {}
-    names = order(specs, wanted)
-    for task in names:
-        spec = specs[task]
-        if cancel.is_set():
-            yield TaskCancelled(name, task, 0.0)
-            done[task] = False
-            continue
-        failed = [need for need in spec.needs if not done.get(need, False)]
-        if failed:
-            yield TaskBlocked(name, task, f"needs {', '.join(failed)}, which did not succeed")
-            done[task] = False
-            continue
-        if task not in wanted and not spec.applies_to(host):  # type: ignore[arg-type]
-            yield TaskSkipped(name, task, "does not apply to this host")
-            done[task] = True
-            continue
-        if facts is None and spec.kind_def.needs_facts and spec.params.get("cuda") == "auto":
-            facts = await host_facts(host, transport)
-        try:
-            prepared = prepare(spec, facts, environ if environ is not None else os.environ)
-        except PrepareError as exc:
-            yield TaskBlocked(name, task, str(exc))
-            done[task] = False
-            continue
-        if spec.kind == "copy":
-            from gpudash.tasks.copy_task import run_copy
-
-            stream = run_copy(name, transport, prepared, peer, cancel=cancel)
-        else:
-            stream = run_task(name, transport, prepared, cancel=cancel, root=root)
-        async for event in stream:  # type: ignore[attr-defined]
-            if isinstance(event, TaskFinished):
-                event = TaskFinished(
-                    event.host,
-                    event.task,
-                    event.rc,
-                    event.elapsed_s,
-                    event.timed_out,
-                    spec.affects,
-                )
-            if is_end(event):
-                done[task] = succeeded(event)
-            yield event
-
-
-def fleet_peer(fleet: object) -> Callable[[str], Transport | None]:
-    """`run_on_host`'s `peer`: another configured host's transport, by name (a copy's source)."""
-
-    def peer(name: str) -> Transport | None:
-        config = getattr(fleet, "config", None)
-        other = config.host(name) if config is not None else None
-        return fleet.transport(other) if other is not None else None  # type: ignore[attr-defined]
-
-    return peer
-
-
-async def run_tasks(
-    fleet: object,
-    specs: Mapping[str, TaskSpec],
-    wanted: list[str],
-    hosts: Iterable[object],
-    *,
-    cancel: asyncio.Event | None = None,
-    root: str | None = None,
-) -> AsyncIterator[TaskEvent]:
-    """`run_on_host` on every host at once, as one stream in arrival order."""
-    cancel = cancel or asyncio.Event()
-    peer = fleet_peer(fleet)
-
-    async def one(host: object) -> AsyncIterator[TaskEvent]:
-        try:
-            transport = fleet.transport(host)  # type: ignore[attr-defined]
-            async for event in run_on_host(
-                host, transport, specs, wanted, cancel=cancel, root=root, peer=peer
-            ):
-                yield event
-        except Exception as exc:  # a bug must cost one host, never the run
-            name = getattr(host, "name", "?")
-            reason = f"internal error: {type(exc).__name__}: {exc}"
-            yield TaskLost(name, wanted[-1], reason)
-
-    async for event in merge(one(h) for h in list(hosts)):
-        yield event

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from gpudash.tasks import events as ev
-from gpudash.tasks import runner as r
+from gpudash.tasks import fleet_run, runner
 from gpudash.tasks.prepare import Facts
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
 from gpudash.ui.confirm import ConfirmTask, plan_text
@@ -104,14 +104,14 @@ class TaskControl:
     ) -> None:
         try:
             transport = self.app.fleet.transport(host)
-            async for event in r.run_on_host(
+            async for event in fleet_run.run_on_host(
                 host,
                 transport,
                 specs,
                 [task],
                 cancel=cancel,
                 facts=self._facts(host.name),
-                peer=r.fleet_peer(self.app.fleet),  # a copy's source host
+                peer=fleet_run.fleet_peer(self.app.fleet),  # a copy's source host
             ):
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:  # a bug costs this run, never the app
@@ -172,7 +172,7 @@ class TaskControl:
     ) -> None:
         self.app.post_message(TaskEvent(ev.TaskQueued(host, task)))
         try:
-            async for event in r.follow_job(host, transport, task, run=run, cancel=cancel):
+            async for event in runner.follow_job(host, transport, task, run=run, cancel=cancel):
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:
             reason = f"internal error: {type(exc).__name__}: {exc}"
