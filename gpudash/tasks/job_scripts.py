@@ -25,8 +25,9 @@ import re
 import shlex
 from collections.abc import Mapping
 
+from gpudash.tasks.values import TASK_NAME
+
 BUSY_RC = 75  # launch's exit status when a run is already going (EX_TEMPFAIL)
-_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 SUDO_PASSWORD_MESSAGE = "sudo needs a password on this host: configure NOPASSWD or log in as root"
@@ -98,7 +99,7 @@ status_of() {
 
 
 def check_name(task: str) -> str:
-    if not _NAME.match(task):
+    if not TASK_NAME.match(task):  # the config's rule for names: a job dir is one
         raise ValueError(f"task name {task!r}: expected [a-z0-9][a-z0-9_-]*")
     return task
 
