@@ -1,3 +1,3 @@
-from gpudash.cli import main
+from gpudash.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -32,8 +32,11 @@ if TYPE_CHECKING:
 
 
 class Fleet:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, findings: bool = True) -> None:
+        """`findings=False` for a consumer that shows none (`gpudash probe`): no checks run,
+        so the round ends when the last host's output is parsed."""
         self.config = config
+        self._findings = findings
         self._transports: dict[str, Transport] = {}
         self._ssh_pool = None
         self._slots = asyncio.Semaphore(max(1, config.concurrency))
@@ -41,6 +44,7 @@ class Fleet:
         """The latest snapshot of every host probed so far: what comparisons need."""
         self._groups: Groups | None = None  # tag-group majorities, built on first findings
         self._by_name: dict[str, HostConfig] = {}
+        self._round: list[HostConfig] = []  # the hosts of the round being started
 
     def transport(self, host: HostConfig) -> Transport:
         if host.name not in self._transports:
@@ -58,9 +62,16 @@ class Fleet:
 
             return ReplayTransport(host.replay_dir or "")
         if self._ssh_pool is None:
+            from gpudash.transport.early import open_early
+
+            # Before the import below: these connects complete while asyncssh loads.
+            limit = min(self.config.concurrency, self.config.max_handshakes)
+            early = open_early(self._round or [host], limit)
             from gpudash.transport.ssh import SshPool
 
-            self._ssh_pool = SshPool(self.config, max_handshakes=self.config.max_handshakes)
+            self._ssh_pool = SshPool(
+                self.config, max_handshakes=self.config.max_handshakes, early=early
+            )
         return self._ssh_pool.transport(host)
 
     def hosts(self, names: Iterable[str] | None = None) -> list[HostConfig]:
@@ -93,10 +104,11 @@ class Fleet:
                 yield HostStateChanged(host.name, HostState.FAILED, reason)
                 yield ProbeFinished(host.name, time.monotonic() - start)
 
-        async for event in merge(one(h) for h in self.hosts(names)):
+        self._round = self.hosts(names)
+        async for event in merge(one(h) for h in self._round):
             self._record(event)
             yield event
-            if isinstance(event, ProbeFinished):
+            if isinstance(event, ProbeFinished) and self._findings:
                 for found in self._findings_after(event.host):
                     self._record(found)
                     yield found

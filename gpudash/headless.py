@@ -45,7 +45,7 @@ async def probe_command(
 ) -> int:
     out = out or sys.stdout
     snapshots: dict[str, HostResult] = {}
-    async with Fleet(config) as fleet:
+    async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
         snapshots = {h.name: HostResult(h.name) for h in hosts}
         width = max((len(h.name) for h in hosts), default=4)

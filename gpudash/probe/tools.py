@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gpudash.probe import TOOL_KINDS
 from gpudash.probe.nvcc import parse_nvcc
 from gpudash.probe.nvlink import parse_nvlink
 from gpudash.probe.query import parse_query
 from gpudash.probe.smi import parse_smi
 from gpudash.probe.topo import parse_topo
 
-KINDS = ("topo", "smi", "query", "nvlink", "nvcc")
+KINDS = TOOL_KINDS
 
 
 def parse_tool(kind: str, text: str, fields: Sequence[str] | None = None) -> dict[str, Any]:

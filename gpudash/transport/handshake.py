@@ -27,13 +27,14 @@ async def connect_retrying(budget_s: float | None, **kwargs: Any) -> Any:
     """`asyncssh.connect(**kwargs)`, retried while the server drops us before login.
 
     Each attempt gets what is left of `budget_s` (the connect_timeout); other failures
-    raise at once.
+    raise at once. A `sock` (already connected) serves the first attempt only.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + budget_s if budget_s else None
+    sock = kwargs.pop("sock", None)
     for delay in (*BACKOFF_S, None):
         try:
-            return await asyncssh.connect(**kwargs)
+            return await asyncssh.connect(**kwargs, sock=sock)
         except asyncio.TimeoutError:
             why = await _what_answered(kwargs.get("options"))
             if why:
@@ -44,6 +45,7 @@ async def connect_retrying(budget_s: float | None, **kwargs: Any) -> Any:
             left = deadline - loop.time() if deadline is not None else None
             if pause is None or (left is not None and left <= pause + 0.2):
                 raise asyncssh.ConnectionLost(DROPPED) from exc
+            sock = None  # it carried the dropped attempt
             await asyncio.sleep(pause)
             if left is not None:
                 kwargs["connect_timeout"] = left - pause

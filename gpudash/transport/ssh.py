@@ -24,6 +24,7 @@ import contextlib
 import functools
 import logging
 import os
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ from gpudash.transport.base import (
     input_script,
     script_command,
 )
+from gpudash.transport.early import connected
 from gpudash.transport.handshake import connect_retrying
 from gpudash.transport.hostkeys import HostKeyCheck
 from gpudash.transport.reasons import Endpoint, describe
@@ -179,6 +181,8 @@ class SshTransport(Transport):
                 extra: dict[str, Any] = {}
                 if resolved.config.get("Ciphers") is None and _cpu_has_aes():
                     extra["encryption_algs"] = _AES_FIRST
+                if tunnel is None:
+                    extra["sock"] = self.pool.take_early(host.name, resolved)
                 conn = await connect_retrying(  # again after a MaxStartups drop
                     host.connect_timeout, **options, **extra, known_hosts=known, options=resolved
                 )
@@ -293,7 +297,9 @@ class SshPool:
         *,
         max_handshakes: int | None = None,
         channels_per_connection: int = 8,
+        early: dict[str, socket.socket] | None = None,
     ) -> None:
+        """`early`: sockets already connecting, by host name (gpudash.transport.early)."""
         hosts: Iterable[SshHost] = getattr(config_or_hosts, "hosts", config_or_hosts)
         if max_handshakes is None:
             max_handshakes = getattr(config_or_hosts, "max_handshakes", 16)
@@ -303,6 +309,18 @@ class SshPool:
         self._transports: dict[str, SshTransport] = {}
         self._adhoc: dict[JumpSpec, SshTransport] = {}
         self._retired: list[SshTransport] = []
+        self._early = dict(early or {})
+
+    def take_early(self, name: str, options: Any) -> socket.socket | None:
+        """The host's early socket when it reaches what `options` (asyncssh's resolved
+        options, ~/.ssh/config applied) connect to directly; None otherwise."""
+        sock = self._early.pop(name, None)
+        if sock is None:
+            return None
+        if options.proxy_command or options.tunnel or options.local_addr:
+            sock.close()
+            return None
+        return connected(sock, options.host, options.port)
 
     def transport(self, host: SshHost) -> SshTransport:
         """The transport for `host`: the same object (one connection) for the same settings."""
@@ -329,6 +347,9 @@ class SshPool:
 
     async def close(self) -> None:
         """Targets first, then the bastions their tunnels run through."""
+        for sock in self._early.values():
+            sock.close()
+        self._early.clear()
         everything = [*self._transports.values(), *self._retired]
         jumps = {t.host.jump for t in everything if t.host.jump}
         targets = [t for t in everything if t.host.name not in jumps]
