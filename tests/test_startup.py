@@ -233,3 +233,43 @@ def test_a_socket_to_another_port_or_a_refused_one_is_closed_not_used(listener):
     early = open_early([Host("a", "127.0.0.1", closed_port)], limit=1)
     for sock in early.values():  # refused at once, or pending and refused by now
         assert connected(sock, "127.0.0.1", closed_port) is None
+
+
+def test_the_section_modules_load_while_the_first_connect_is_still_waiting():
+    # A fresh interpreter: nothing of the probe's sections imported yet. The transport's
+    # connect waits (as a handshake waits on the network) and watches for them to load.
+    saved = Path(__file__).parent / "fixtures" / "saved" / "dgx-h200"
+    code = f"""
+import asyncio
+from gpudash.config import HostConfig
+from gpudash.model import HostState
+from gpudash.probe import registry
+from gpudash.probe.run import probe_host
+from gpudash.transport.replay import ReplayTransport
+
+class WaitingConnect(ReplayTransport):
+    async def connect(self):
+        if registry.sections_loaded():
+            return await super().connect()  # the second call, from probe()
+        print("connect began before the sections loaded")
+        for _ in range(1000):
+            if registry.sections_loaded():
+                print("loaded during connect")
+                break
+            await asyncio.sleep(0.01)
+        await super().connect()
+
+async def main():
+    host = HostConfig(name="h", transport="replay", address="h", replay_dir={str(saved)!r})
+    events = [e async for e in probe_host(host, WaitingConnect(host.replay_dir))]
+    print(events[-2].state.value)
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "connect began before the sections loaded",
+        "loaded during connect",
+        "ready",
+    ]
