@@ -37,11 +37,12 @@ async def deadline(seconds: float) -> AsyncIterator[None]:
         handle.cancel()
 
 
-async def merge(streams: Iterable[AsyncIterator[T]]) -> AsyncIterator[T]:
+async def merge(streams: Iterable[AsyncIterator[T]], *, reraise: bool = False) -> AsyncIterator[T]:
     """Run every stream at once and yield their items in arrival order.
 
     One slow or hung stream only delays itself. Each stream handles its own errors (a
-    host's failure is an event, not an exception); leaving early cancels the rest.
+    host's failure is an event, not an exception), unless `reraise`: then the first error
+    of any stream ends the merge with it. Leaving early cancels the rest.
     """
     queue: asyncio.Queue[object] = asyncio.Queue()
     done = object()
@@ -50,6 +51,10 @@ async def merge(streams: Iterable[AsyncIterator[T]]) -> AsyncIterator[T]:
         try:
             async for item in stream:
                 await queue.put(item)
+        except Exception as exc:
+            if not reraise:
+                raise
+            await queue.put(_Raised(exc))
         finally:
             await queue.put(done)
 
@@ -60,6 +65,8 @@ async def merge(streams: Iterable[AsyncIterator[T]]) -> AsyncIterator[T]:
             item = await queue.get()
             if item is done:
                 remaining -= 1
+            elif isinstance(item, _Raised):
+                raise item.error
             else:
                 yield item  # type: ignore[misc]
     finally:
@@ -68,3 +75,8 @@ async def merge(streams: Iterable[AsyncIterator[T]]) -> AsyncIterator[T]:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+class _Raised:
+    def __init__(self, error: Exception) -> None:
+        self.error = error

@@ -15,9 +15,11 @@ from collections.abc import AsyncIterator, Iterable
 
 from gpudash.config import Config
 from gpudash.fleet import Fleet
-from gpudash.model import Event
+from gpudash.model import Event, HostState, HostStateChanged
 
 _END = object()
+LOCAL_START_S = 0.2
+"""The longest the screen waits for the local host's script to start (`local_started`)."""
 SPARE_CPUS = 4
 """From this many CPUs on, the local host's probe starts with the remote ones."""
 
@@ -41,18 +43,43 @@ class HeadStart:
     def __init__(self, fleet: Fleet, names: Iterable[str]) -> None:
         self._queues: dict[str, asyncio.Queue[object]] = {}
         self._pumps: dict[str, asyncio.Task[None]] = {}
+        self._probing: dict[str, asyncio.Event] = {}
+        local = {h.name for h in fleet.config.hosts if h.transport == "local"}
         for name in names:
             queue: asyncio.Queue[object] = asyncio.Queue()
             self._queues[name] = queue
-            self._pumps[name] = asyncio.ensure_future(self._pump(fleet, name, queue))
+            probing = asyncio.Event()
+            if name in local:
+                self._probing[name] = probing
+            self._pumps[name] = asyncio.ensure_future(self._pump(fleet, name, queue, probing))
 
     @staticmethod
-    async def _pump(fleet: Fleet, name: str, queue: asyncio.Queue[object]) -> None:
+    async def _pump(
+        fleet: Fleet, name: str, queue: asyncio.Queue[object], probing: asyncio.Event
+    ) -> None:
         try:
             async for event in fleet.probe([name]):
                 queue.put_nowait(event)
+                if isinstance(event, HostStateChanged) and event.state is HostState.PROBING:
+                    probing.set()  # the next step of this loop starts the host's script
         finally:
+            probing.set()
             queue.put_nowait(_END)
+
+    async def local_started(self, timeout: float = LOCAL_START_S) -> None:
+        """Wait (at most `timeout`) until the local host's script is running.
+
+        What precedes it (importing the sections' parsers and the transport, building the
+        script) is Python work that, run beside Textual's import, gets half the interpreter
+        lock and starts the script later: on the H200 its slowest tool (`nvidia-smi topo`,
+        ~0.2 s) then decided when the last panel filled. Once started, the script's tools
+        run on their own CPUs while Textual loads. Remote hosts are not waited for: their
+        handshakes wait on the network, and the import uses that time."""
+        waits = [e.wait() for e in self._probing.values()]
+        if waits:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+            await asyncio.sleep(0)  # let each pump take its step: the spawn
 
     def take(self, name: str) -> AsyncIterator[Event] | None:
         """The host's first round, events so far included; None once taken (or never begun).

@@ -5,6 +5,7 @@ that arrived before it was built, and quitting early stops the round on the host
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -89,10 +90,9 @@ async def test_quitting_before_the_app_took_the_round_stops_it_on_the_host(
     fleet = Fleet(Config(None, (sshd.host_config(fake_host, network_targets=NET),)))
     head_start = HeadStart(fleet, [fake_host.name])
     deadline = time.monotonic() + 30
-    while calls(path) == 0:
+    while calls(path) == 0 or not sleeping(marker):  # it notes the call, then hangs
         assert time.monotonic() < deadline, "the probe never reached nvidia-smi"
         await asyncio.sleep(0.02)
-    assert sleeping(marker)
     await head_start.close()
     await fleet.close()
     deadline = time.monotonic() + 10
@@ -115,3 +115,32 @@ def test_the_local_host_starts_early_only_where_cpus_are_to_spare(
     assert head_start_hosts(config, cpus=2) == [remote.name]
     assert head_start_hosts(config, cpus=16) == ["here", remote.name]
     assert set(head_start_hosts(config)) >= {remote.name}
+
+
+def children() -> list[str]:
+    """This process's child commands (the local transport runs its script as one)."""
+    pid = os.getpid()
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{child}/cmdline")
+            found.append(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+async def test_the_screen_waits_until_the_local_script_runs_and_never_longer_than_its_bound(
+    sshd: Sshd, fake_host: FakeHost, silent_port: int
+) -> None:
+    local = HostConfig(name="here", transport="local", address="localhost", network_targets=NET)
+    silent = HostConfig(name="silent", address="127.0.0.1", port=silent_port, connect_timeout=30)
+    fleet = Fleet(Config(None, (local, silent)))
+    head_start = HeadStart(fleet, ["here", "silent"])
+    try:
+        assert not any("/bin/sh" in c or "sh -s" in c for c in children())
+        started = time.monotonic()
+        await head_start.local_started(timeout=10)
+        assert any(c.startswith(("/bin/sh", "sh")) for c in children()), children()
+        assert time.monotonic() - started < 10  # the silent remote host was not waited for
+    finally:
+        await head_start.close()
+        await fleet.close()

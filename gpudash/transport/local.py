@@ -14,6 +14,7 @@ import os
 import signal
 from collections.abc import AsyncIterator
 
+from gpudash.aio import merge
 from gpudash.probe.script import ProbePlan
 from gpudash.probe.stream import RawSection
 from gpudash.transport.base import (
@@ -110,29 +111,32 @@ class LocalTransport(Transport):
         return LocalProcess(proc, writable=not eof)
 
     async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
-        """The script for every section but gpus, which NVML answers in-process meanwhile."""
-        from gpudash.probe import nvml
+        """The script for every section but gpus, started at once; NVML answers gpus
+        in-process meanwhile, or, where it cannot, a second script does.
 
-        if not (self.use_nvml and "gpus" in plan.names and await nvml.available()):
+        The script does not wait for NVML to load (tens of ms on a GPU server): its slowest
+        tool (`nvidia-smi topo -m`) decides when the last panel fills."""
+        if not (self.use_nvml and "gpus" in plan.names):
             async for section in super().probe(plan, timeout=timeout):
                 yield section
             return
-        nvml_task = asyncio.ensure_future(asyncio.to_thread(nvml.section, plan.nonce))
-        rest = dataclasses.replace(
-            plan, sections=tuple(s for s in plan.sections if s.name != "gpus")
-        )
-        pending = True
-        try:
-            async for section in super().probe(rest, timeout=timeout):
-                if pending and nvml_task.done():
-                    pending = False
-                    yield nvml_task.result()
-                yield section
-            if pending:
-                pending = False
-                yield await nvml_task
-        finally:
-            nvml_task.cancel()
+        rest = tuple(s for s in plan.sections if s.name != "gpus")
+        gpus = tuple(s for s in plan.sections if s.name == "gpus")
+        streams = [self._gpus(dataclasses.replace(plan, sections=gpus), timeout)]
+        if rest:
+            script = super().probe(dataclasses.replace(plan, sections=rest), timeout=timeout)
+            streams.insert(0, script)
+        async for section in merge(streams, reraise=True):
+            yield section
+
+    async def _gpus(self, plan: ProbePlan, timeout: float) -> AsyncIterator[RawSection]:
+        from gpudash.probe import nvml
+
+        if await nvml.available():
+            yield await asyncio.to_thread(nvml.section, plan.nonce)
+            return
+        async for section in super().probe(plan, timeout=timeout):
+            yield section
 
     async def close(self) -> None:
         return None

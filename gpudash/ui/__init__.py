@@ -37,6 +37,7 @@ async def _run(config: Config) -> int:
     fleet = Fleet(config)
     head_start = HeadStart(fleet, head_start_hosts(config))
     try:
+        await head_start.local_started()
         await asyncio.to_thread(importlib.import_module, "gpudash.ui.app")
         app = create_app(config, fleet=fleet, head_start=head_start)
         rc = await app.run_async()
