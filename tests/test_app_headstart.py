@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from sshd import FakeHost, Sshd
 from test_app import SIZE, settled, until
 
@@ -139,8 +140,34 @@ async def test_the_screen_waits_until_the_local_script_runs_and_never_longer_tha
         assert not any("/bin/sh" in c or "sh -s" in c for c in children())
         started = time.monotonic()
         await head_start.local_started(timeout=10)
-        assert any(c.startswith(("/bin/sh", "sh")) for c in children()), children()
+        assert any("/bin/sh -s" in c for c in children()), children()
         assert time.monotonic() - started < 10  # the silent remote host was not waited for
     finally:
         await head_start.close()
         await fleet.close()
+
+
+async def test_leaving_the_local_round_early_stops_every_process_of_its_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = "4343.77"
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    smi = tools / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\nexec sleep {marker}\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setenv("GPUDASH_NVML", "0")  # the script's own nvidia-smi, here the sleeper
+    local = HostConfig(name="here", transport="local", address="localhost", network_targets=NET)
+    fleet = Fleet(Config(None, (local,)))
+    head_start = HeadStart(fleet, ["here"])
+    deadline = time.monotonic() + 30
+    while not sleeping(marker):
+        assert time.monotonic() < deadline, "the script never reached nvidia-smi"
+        await asyncio.sleep(0.02)
+    await head_start.close()
+    await fleet.close()
+    deadline = time.monotonic() + 10  # the transport's kill grace is 2 s; the script's 60
+    while sleeping(marker):
+        assert time.monotonic() < deadline, f"left running: {sleeping(marker)}"
+        await asyncio.sleep(0.05)

@@ -74,6 +74,13 @@ class LocalProcess(RemoteProcess):
                 continue
 
 
+async def _stopped(proc: asyncio.subprocess.Process) -> None:
+    """Kill `proc`'s whole group and wait for it (its pipes close with the last member)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
 class LocalTransport(Transport):
     kind = "local"
 
@@ -90,14 +97,27 @@ class LocalTransport(Transport):
         return await self._start(input_command(timeout), input_script(script), eof=False)
 
     async def _start(self, command: str, head: bytes, *, eof: bool) -> RemoteProcess:
-        try:
-            proc = await asyncio.create_subprocess_shell(
-                command,
+        # `exec`: the shell `-c` runs in must become the command, or a kill of this process
+        # group reaches only that shell: dash does not exec a last command itself, and
+        # `timeout` puts itself and the script in a group of its own.
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_shell(
+                f"exec {command}",
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
             )
+        )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled mid-spawn, asyncio would kill only the shell and then wait for its
+            # pipes, which its background sections hold open until their timeouts (a minute
+            # for a quit at start-up): let the spawn finish, then stop the whole group.
+            with contextlib.suppress(OSError):
+                await _stopped(await spawn)
+            raise
         except OSError as exc:
             raise TransportError(f"cannot start /bin/sh: {exc.strerror or exc}") from exc
         assert proc.stdin is not None
@@ -108,6 +128,9 @@ class LocalTransport(Transport):
                 proc.stdin.close()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the shell died at once; its exit status tells why
+        except BaseException:
+            await _stopped(proc)
+            raise
         return LocalProcess(proc, writable=not eof)
 
     async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
