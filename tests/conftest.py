@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -99,28 +101,45 @@ def netrig_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callabl
         rig.close()
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A loopback listener that accepts TCP and never speaks SSH: an 'unreachable' host."""
+@dataclass
+class SilentListener:
+    port: int
+    accepted: list[socket.socket]
+    """The connections it accepted, held open."""
+
+
+@contextlib.contextmanager
+def silent_listener(address: str = "127.0.0.1", port: int = 0) -> Iterator[SilentListener]:
+    """A listener that accepts TCP and never speaks."""
     server = socket.socket()
-    server.bind(("127.0.0.1", 0))
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((address, port))
     server.listen(16)
-    held: list[socket.socket] = []
+    server.settimeout(0.2)
+    listener = SilentListener(server.getsockname()[1], [])
     stop = threading.Event()
 
     def accept() -> None:
-        server.settimeout(0.2)
         while not stop.is_set():
             try:
-                held.append(server.accept()[0])
+                listener.accepted.append(server.accept()[0])
             except OSError:
                 continue
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
+    try:
+        yield listener
+    finally:
+        stop.set()
+        thread.join()
+        for conn in listener.accepted:
+            conn.close()
+        server.close()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback listener that accepts TCP and never speaks SSH: an 'unreachable' host."""
+    with silent_listener() as listener:
+        yield listener.port

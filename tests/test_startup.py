@@ -12,12 +12,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import SilentListener, silent_listener
 from sshd import FakeHost, Sshd
 
 from gpudash.config import parse_config
@@ -132,43 +132,15 @@ async def test_the_ssh_session_runs_on_the_socket_connected_early(
     assert "already-connected socket" in caplog.text  # asyncssh was handed the early socket
 
 
-@dataclass
-class Recorder:
-    address: str
-    port: int
-    accepted: list[socket.socket]
-
-
 @pytest.fixture
-def recorder_beside(fake_host: FakeHost) -> Iterator[Recorder]:
+def recorder_beside(fake_host: FakeHost) -> Iterator[SilentListener]:
     """A listener on 127.0.0.2 at the fake host's port that accepts and never answers."""
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.2", fake_host.port))
-    server.listen(8)
-    server.settimeout(0.2)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                accepted.append(server.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield Recorder("127.0.0.2", fake_host.port, accepted)
-    stop.set()
-    thread.join()
-    for conn in accepted:
-        conn.close()
-    server.close()
+    with silent_listener("127.0.0.2", fake_host.port) as listener:
+        yield listener
 
 
 def test_an_address_that_ssh_config_sends_elsewhere_connects_where_ssh_config_says(
-    sshd: Sshd, fake_host: FakeHost, recorder_beside: Recorder, isolated_home: Path, tmp_path
+    sshd: Sshd, fake_host: FakeHost, recorder_beside: SilentListener, isolated_home: Path, tmp_path
 ):
     # gpudash's early connect can only go to the address in gpudash's config (127.0.0.2,
     # a listener that never answers); ~/.ssh/config sends the host to the real sshd.
