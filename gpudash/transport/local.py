@@ -74,13 +74,6 @@ class LocalProcess(RemoteProcess):
                 continue
 
 
-async def _stopped(proc: asyncio.subprocess.Process) -> None:
-    """Kill `proc`'s whole group and wait for it (its pipes close with the last member)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    await proc.wait()
-
-
 class LocalTransport(Transport):
     kind = "local"
 
@@ -116,7 +109,7 @@ class LocalTransport(Transport):
             # pipes, which its background sections hold open until their timeouts (a minute
             # for a quit at start-up): let the spawn finish, then stop the whole group.
             with contextlib.suppress(OSError):
-                await _stopped(await spawn)
+                await LocalProcess(await spawn).close()
             raise
         except OSError as exc:
             raise TransportError(f"cannot start /bin/sh: {exc.strerror or exc}") from exc
@@ -129,7 +122,7 @@ class LocalTransport(Transport):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the shell died at once; its exit status tells why
         except BaseException:
-            await _stopped(proc)
+            await LocalProcess(proc).close()
             raise
         return LocalProcess(proc, writable=not eof)
 
