@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gpudash.config import Config
 
 EXIT_OK, EXIT_HOST_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a command killed by SIGPIPE
 
 # Subcommands that other modules add, by name. Each module has `register(subparsers)`, which
 # adds its parsers with `set_defaults(handler=...)`; a handler takes the parsed args and
@@ -129,6 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpudash: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader left (`gpudash probe | head`): nothing is lost that anyone reads, and
+        # the output still buffered must not fail again at exit.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -245,3 +245,22 @@ asyncio.run(main())
         "loaded during connect",
         "ready",
     ]
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_reader_that_left_ends_the_run_quietly(json_out: bool):
+    # `gpudash probe | head`: every write after the reader left fails with EPIPE.
+    saved = Path(__file__).parent / "fixtures" / "saved"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    args = [sys.executable, "-m", "gpudash", "probe", "--replay", str(saved)]
+    done = subprocess.run(
+        args + (["--json"] if json_out else []),
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+    os.close(write_end)
+    assert done.stderr == ""
+    assert done.returncode == 141
