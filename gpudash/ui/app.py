@@ -29,6 +29,7 @@ from gpudash.ui.footer import Footer
 from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView
+from gpudash.ui.main_screen import MainScreen
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.probing import HeapSettler, ProbeRouting
 from gpudash.ui.task_actions import TaskActions
@@ -65,11 +66,13 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         probe_on_start: bool = True,
         fleet: Fleet | None = None,
         head_start: HeadStart | None = None,
+        gc_paused: bool = False,
         **kw: Any,
     ) -> None:
         """`fleet` and `head_start` come from `run_app`, which begins the first rounds
         before this module is even imported; the first worker of each host takes its round
-        over instead of starting another."""
+        over instead of starting another. `gc_paused`: `run_app` turned the collector off
+        for start-up, and the first settle turns it back on (`HeapSettler`)."""
         super().__init__(**kw)
         self.config = config
         self.fleet = fleet or Fleet(config)
@@ -81,15 +84,19 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.save_dir = Path(save_dir or _ui(config, "save_dir", "gpudash-saved"))
         self.probe_on_start = probe_on_start
         self._busy: set[str] = set()
+        self._unshown: set[str] = set()  # hosts with events not yet shown
         self._partial: set[str] = set()  # hosts in a round of only some sections
         self._reprobe_next: dict[str, tuple[str, ...] | None] = {}
         self.marked: set[str] = set()
         self._tasks: Any = None
         self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
         self._quitting = False
-        self.heap = HeapSettler()
+        self.heap = HeapSettler(paused=gc_paused)
 
     # ---- composition -------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -107,6 +114,8 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.query_one("#filter", Input).display = False
         self._show_selected()
         self.query_one(HostList).focus()
+        if self.heap.paused:
+            self.set_timer(self.heap.STARTUP_S, self.heap.end_pause)
         if self.probe_on_start:
             self.probe(self.order)
 
