@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_app import screen_text
 from textual.pilot import Pilot
 
 from gpudash.config import Config, HostConfig
@@ -40,8 +41,23 @@ def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
             await pilot.press(*keys)
         await pilot.pause()
         app.clear_notifications()
+        await steady(pilot)
 
     return run_before
+
+
+async def steady(pilot: Pilot) -> None:
+    """Until the screen draws the same twice in a row: a host switch or a key lays the
+    screen out again on a later refresh, and a snapshot taken before it shows the old
+    layout (it did: the PCIe host's findings drawn at the height of the previous host's)."""
+    last = None
+    for _ in range(200):
+        await pilot.pause()
+        now = screen_text(pilot.app)
+        if now == last:
+            return
+        last = now
+    raise AssertionError("the screen never stopped changing")
 
 
 def test_host_view_of_an_8_gpu_nvlink_host(snap_compare) -> None:  # type: ignore[no-untyped-def]

@@ -292,6 +292,24 @@ async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> No
         assert "GPU memory already in use" in text
 
 
+async def test_switching_hosts_sizes_the_findings_to_the_new_hosts_count() -> None:
+    """From a host with 5 finding lines to one with 8 and back: the panel's body is as tall
+    as the host's lines every time (it once kept the previous host's height now and then,
+    hiding the extra findings without a scrollbar)."""
+    app = create_app(replay_config())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, settled(app))
+        body = app.query_one(FindingsPanel).query_one(".panel-body")
+        for host, count in [("pcie-a40", 8), ("dgx-h200", 5)] * 3:
+            app.select_host(host)
+            for _ in range(20):  # as many refreshes as it takes; a stale height never moves
+                await pilot.pause()
+            assert body.size.height == count
+            assert screen_text(app).count("│ ✖ fail") + screen_text(app).count("│ ▲ warn") == (
+                count - 1
+            )
+
+
 async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_task() -> None:
     app = create_app(replay_config("h200-1x", "pcie-a40"))
     async with app.run_test(size=SIZE) as pilot:

@@ -18,6 +18,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
+from textual.widgets import Static
 
 from gpudash.config_keys import key_name
 from gpudash.model import HostResult, HostState
@@ -173,7 +174,13 @@ class FindingsPanel(Panel):
         detail = focused or self.screen.maximized is self
         self.set_class(not detail, "-compact")
         if self._findings:
-            self.query_one(".panel-body").update(findings_body(self._findings, detail))  # type: ignore[attr-defined]
+            body = self.query_one(".panel-body", Static)
+            content = findings_body(self._findings, detail)
+            body.update(content)
+            # One line per finding: the height is known, so it is set, not measured. A
+            # measured height went stale now and then on a host switch (a layout that raced
+            # the update kept the previous host's count, hiding the extra findings).
+            body.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
 
     def on_focus(self) -> None:
         self._draw(True)

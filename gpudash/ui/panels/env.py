@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
 
@@ -44,12 +44,12 @@ def tools_line(data: Any) -> Text:
     return join(*bits)
 
 
-def venv_table(venvs: tuple[Any, ...]) -> Table:
-    table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
-    table.add_column(Text("venv", style="bold"), no_wrap=True, overflow="ellipsis")
-    table.add_column(Text("py", style="bold"), no_wrap=True)
-    for name in STACK:
-        table.add_column(Text(LABELS.get(name, name), style="bold"), no_wrap=True)
+def venv_table(venvs: tuple[Any, ...]) -> Grid:
+    table = Grid(
+        Column(Text("venv", style="bold"), give="ellipsis", min_width=8),
+        Column(Text("py", style="bold")),
+        *(Column(Text(LABELS.get(name, name), style="bold")) for name in STACK),
+    )
     for venv in venvs:
         cells = []
         for name in STACK:

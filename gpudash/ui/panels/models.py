@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from gpudash.summary import human_bytes
+from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
 
@@ -34,10 +34,12 @@ class ModelsPanel(Panel):
 
     def body(self, data: Any) -> RenderableType:
         parts: list[RenderableType] = []
-        table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False, show_header=False)
-        table.add_column(no_wrap=True, overflow="ellipsis")
-        table.add_column(justify="right", no_wrap=True)
-        table.add_column(no_wrap=True)
+        table = Grid(
+            Column(give="ellipsis", min_width=8),
+            Column(justify="right"),
+            Column(give="ellipsis", min_width=8),
+            show_header=False,
+        )
         rows = 0
         for directory in data.dirs:
             if not directory.exists:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
 
@@ -23,16 +23,12 @@ class NetworkPanel(Panel):
     TITLE = "Network"
 
     def body(self, data: Any) -> RenderableType:
-        table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False)
         longest = max((len(t.url) for t in data.targets), default=6)
-        table.add_column(
-            Text("target", style="bold"),
-            no_wrap=True,
-            overflow="ellipsis",
-            min_width=min(40, longest),
+        table = Grid(
+            Column(Text("target", style="bold"), give="ellipsis", min_width=min(40, longest)),
+            Column(Text("DNS", style="bold")),
+            Column(Text("result", style="bold"), give="ellipsis", min_width=8),
         )
-        table.add_column(Text("DNS", style="bold"), no_wrap=True, min_width=3)
-        table.add_column(Text("result", style="bold"), no_wrap=True, overflow="ellipsis")
         for target in data.targets:
             if target.ok:
                 result = Text("OK", style="bold green")

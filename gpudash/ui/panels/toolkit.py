@@ -5,18 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
 
 
-def _grid() -> Table:
-    table = Table(box=None, show_header=False, padding=(0, 1, 0, 0), pad_edge=False)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
-    return table
+def _grid() -> Grid:
+    return Grid(Column(style="bold"), Column(give="wrap"), show_header=False)
 
 
 def _lib_line(libs: tuple[Any, ...]) -> Text:

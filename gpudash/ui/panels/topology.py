@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
 from gpudash.model import SectionResult
 from gpudash.ui import keys
+from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, legend, link, remote
 
@@ -60,16 +60,15 @@ def nearest(matrix: Any, gpu: str) -> Text:
     return out
 
 
-def matrix_table(matrix: Any, all_nics: bool) -> Table:
+def matrix_table(matrix: Any, all_nics: bool) -> Grid:
     gpus = list(matrix.gpus)
     nics = list(matrix.nics) if all_nics else []
-    table = Table(box=None, padding=(0, 1, 0, 0), pad_edge=False, show_edge=False)
-    table.add_column("", no_wrap=True, style="bold")
-    for col in gpus + nics:
-        table.add_column(Text(_short(col), style="bold"), justify="center", no_wrap=True)
     compact = bool(matrix.nics) and not all_nics
-    if compact:
-        table.add_column(Text("nearest NIC", style="bold"), no_wrap=True)
+    table = Grid(
+        Column(style="bold"),
+        *(Column(Text(_short(col), style="bold"), justify="center") for col in gpus + nics),
+        *([Column(Text("nearest NIC", style="bold"))] if compact else []),
+    )
     for gpu in gpus:
         cells = [link(_token(matrix, gpu, col)) for col in gpus + nics]
         if compact:
