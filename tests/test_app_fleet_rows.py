@@ -1,6 +1,6 @@
 """The fleet view's values are kept by the app as probe events arrive (what lets the view
-open on 1000 hosts within its budget: bench/bench_scale.py `app`), and the footers compose
-their keys only when those change. Kept values must always equal values computed afresh."""
+open on 1000 hosts within its budget: bench/bench_scale.py `app`). Kept values must always
+equal values computed afresh."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import dataclasses
 from collections import Counter
 
 from test_app import FIVE, SAVED, SIZE, settled, until
-from textual.widgets._footer import FooterKey
 
 from gpudash.config import Config, HostConfig
 from gpudash.model import FindingsComputed, HostResult, HostState, SectionDone
@@ -17,7 +16,6 @@ from gpudash.ui.app import GpudashApp
 from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.fleet_columns import COLUMNS
 from gpudash.ui.fleet_rows import FleetRows
-from gpudash.ui.footer import Footer
 from gpudash.ui.host_state import state_text, state_words
 from gpudash.ui.messages import ProbeEvent
 
@@ -80,36 +78,3 @@ async def test_the_state_column_reads_as_the_state_shown_in_the_sidebar() -> Non
         ]
         for result in variants:
             assert state_words(result) == state_text(result).plain, result.name
-
-
-async def test_the_fleet_footer_is_composed_once_however_often_its_bindings_are_signalled() -> None:
-    app = create_app(five())
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, settled(app))
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
-        footer = app.screen.query_one(Footer)
-        await until(pilot, lambda: footer.query(FooterKey))
-        keys = list(footer.query(FooterKey))
-        assert any(k.description == "Sort" for k in keys)
-        for _ in range(3):
-            app.screen.refresh_bindings()
-            await pilot.press("down")
-            await pilot.pause()
-        assert list(footer.query(FooterKey)) == keys  # the same widgets, not new ones
-
-
-async def test_a_footer_hidden_by_the_fleet_view_shows_keys_changed_meanwhile_on_return() -> None:
-    app = create_app(five())
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, settled(app))
-        main = app.screen.query_one(Footer)
-        await until(pilot, lambda: any(k.key == "r" for k in main.query(FooterKey)))
-        await pilot.press("f")
-        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
-        app.set_keymap({"refresh-host": "f5"})
-        await pilot.pause()
-        await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
-        await until(pilot, lambda: any(k.key == "f5" for k in main.query(FooterKey)))
-        assert not any(k.key == "r" for k in main.query(FooterKey))

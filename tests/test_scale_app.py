@@ -150,9 +150,9 @@ async def test_hosts_with_the_same_facts_each_show_as_themselves_and_fixes_targe
 
 async def test_probe_rounds_leave_no_objects_behind_once_collected():
     """Round after round (`R`, or a refresh interval over a day), the live heap stays flat:
-    each round redraws the selected host's fix keys, which recomposes the footer, and the
-    keys it discarded must not stay reachable (Textual's data binding kept ~1650 objects
-    a round alive through the footer). Counted with the settler's freeze undone, after a
+    each round redraws the selected host's fix keys and the footer, and nothing a round
+    drew may stay reachable (Textual's own footer, recomposed, kept ~1650 objects a round
+    alive through its data binding). Counted with the settler's freeze undone, after a
     full collection, and with Textual's bounded style cache (an LRU of 1024) emptied."""
     import gc
 

@@ -189,8 +189,8 @@ class FindingsPanel(Panel):
         self._draw(False)
 
     def _bind_fixes(self) -> None:
-        """Bind each fix key; untouched when the keys are the ones bound already, because
-        refreshing the bindings recomposes the footer (~40 ms a host switch otherwise)."""
+        """Bind each fix key; untouched when the keys are the ones bound already (refreshing
+        the bindings makes every footer collect its screen's keys again)."""
         targets = fix_targets(self._findings)
         wanted = [(key_name(k), i, self._findings[i].fix_task) for k, i in targets.items()]
         if wanted == self._bound:

@@ -1,83 +1,152 @@
-"""The key footer: composed only when the keys it shows changed, and without the references
-Textual's own keeps to the keys it discarded.
+"""The key footer: one widget that draws the screen's keys as one line.
 
-Textual's `Footer` recomposes on every bindings signal of its screen, whether or not the
-shown keys changed, and also while its screen is hidden behind another. Opening the fleet
-view sent four: three for the fleet screen (it resumes, takes focus, ...) and one for the
-host screen beneath it, each a full recompose that mounts and restyles every key (~20-30 ms
-each with 1000 hosts, ~100 ms together), all of it landing on the first key pressed after
-the view opened. This footer recomposes only a visible footer whose keys differ from the
-ones it drew; a hidden one catches up when its screen returns (Textual signals again then).
+Textual's `Footer` is a container with a widget per key, recomposed (every key unmounted,
+mounted and styled again) on each bindings signal of its screen: ~20-30 ms a time, four
+times on opening the fleet view, once on each host switch that changed a fix key, and once
+after the first frame, which drew the footer empty. Its keys also leaked: each recompose
+left the old ones bound to the footer's `compact` reactive (Textualize/textual#6666).
 
-Textual's recompose also binds every new `FooterKey` to its `compact` reactive with
-`data_bind`. The watcher entries that binding leaves on the footer are pruned only when
-`compact` itself changes, which it never does, so each recompose kept the previous keys
-alive with their styles and render caches: about 1650 objects a round of the selected host,
-for as long as the app ran (Textualize/textual#6666, open in 8.2.8). This footer prunes them
-after each recompose, by Textual's own rule.
+This footer keeps the keys as data and draws them as text: a bindings signal costs a
+comparison, and a repaint when the keys changed. Clicking a key presses it, as on Textual's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
-from textual.app import ComposeResult
-from textual.widgets import Footer as TextualFooter
-from textual.widgets._footer import FooterKey
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.screen import Screen
+from textual.widget import Widget
+
+PALETTE_EDGE = "▏"
 
 
-class Footer(TextualFooter):
-    """`textual.widgets.Footer` that recomposes only when its keys changed, and lets go of
-    the keys a recompose removed."""
+@dataclass(frozen=True)
+class FooterKey:
+    key: str
+    display: str
+    description: str
+    enabled: bool
+    tooltip: str
 
-    _drawn: tuple[Any, ...] | None = None  # what the last compose drew from, see `_keys`
 
-    def _keys(self) -> tuple[Any, ...]:
-        """Everything `compose` draws from: the shown bindings of the screen, each with its
-        state and key display, and the footer's own switches."""
-        if not self._bindings_ready:
-            return ()
-        app = self.app
-        palette = app.COMMAND_PALETTE_BINDING
-        return (
-            self.compact,
-            self.show_command_palette,
-            tuple(
-                (key, binding, enabled, tooltip, app.get_key_display(binding))
-                for key, (_, binding, enabled, tooltip) in self.screen.active_bindings.items()
-                if binding.show or key == palette
-            ),
-        )
+class Footer(Widget, can_focus=False):
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"footer--key", "footer--description", "footer--edge"}
+    DEFAULT_CSS = """
+    Footer {
+        dock: bottom;
+        height: 1;
+        color: $footer-foreground;
+        background: $footer-background;
+        text-wrap: nowrap;
+        & > .footer--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .footer--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        & > .footer--edge { color: $foreground 20%; }
+    }
+    """
 
-    def _visible(self) -> bool:
-        """Whether the footer's screen shows: it is on top, or only screens that let the
-        one beneath show through (a modal's translucent backdrop) lie above it."""
-        mine = self.screen
-        for screen in reversed(self.app.screen_stack):
-            if screen is mine:
-                return True
-            if screen.styles.background.a == 1:
-                return False
-        return False
+    def __init__(self, *, compact: bool = False, **kw: object) -> None:
+        """`compact`: no padding around keys and descriptions, a space between keys (Textual's
+        compact footer); else each key padded in its colour, keys side by side."""
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.compact = compact
+        self.keys: tuple[FooterKey, ...] = ()
+        self.palette: FooterKey | None = None
+        self._spans: list[tuple[int, int, FooterKey]] = []  # drawn cells of each key
 
-    def compose(self) -> ComposeResult:
-        for widget in super().compose():
-            # A key is born compact and bound to the footer's `compact`: each restyled itself
-            # twice as it mounted (~15 ms of a recompose). Born with the footer's value, it
-            # is styled once. The palette key is not bound, and stays compact as Textual has it.
-            if isinstance(widget, FooterKey) and not widget.has_class("-command-palette"):
-                widget.set_reactive(FooterKey.compact, self.compact)
-                widget.set_class(self.compact, "-compact", update=False)
-            yield widget
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self.call_later(self._bindings_changed, self.screen)
 
-    async def recompose(self) -> None:
-        if not self.is_attached or not self._visible():
-            return  # hidden: its screen signals its bindings again when it comes back
-        keys = self._keys()
-        if keys == self._drawn:
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen: Screen[object]) -> None:
+        if screen is not self.screen or not self.is_attached:
             return
-        self._drawn = keys
-        await super().recompose()
-        watchers = getattr(self, "__watchers", None) or {}
-        for entries in watchers.values():
-            entries[:] = [(node, callback) for node, callback in entries if not node._closing]
+        app = self.app
+        palette_key = app.COMMAND_PALETTE_BINDING
+        keys: list[FooterKey] = []
+        palette = None
+        seen: set[str] = set()
+        for key, (_, binding, enabled, tooltip) in screen.active_bindings.items():
+            item = FooterKey(
+                key,
+                app.get_key_display(binding),
+                binding.description,
+                enabled,
+                tooltip or binding.tooltip or binding.description,
+            )
+            if key == palette_key:
+                palette = item if app.ENABLE_COMMAND_PALETTE else None
+            elif binding.show and binding.action not in seen:
+                seen.add(binding.action)  # one key per action, as Textual's footer shows
+                keys.append(item)
+        if (tuple(keys), palette) != (self.keys, self.palette):
+            self.keys, self.palette = tuple(keys), palette
+            self.refresh()
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("footer--key")
+        description_style = self.get_component_rich_style("footer--description")
+        line = Text(no_wrap=True, overflow="crop", end="")
+        spans: list[tuple[int, int, FooterKey]] = []
+        for item in self.keys:
+            start = line.cell_len
+            line.append_text(self._label(item, key_style, description_style))
+            spans.append((start, line.cell_len, item))
+            if self.compact:
+                line.append(" ")
+        if self.palette is not None:
+            # Docked right over the keys, as Textual's: always in the compact style, a blank
+            # cell after it, and the keys it covers cut off.
+            label = self._label(self.palette, key_style, description_style, compact=True)
+            start = max(0, self.size.width - label.cell_len - 2)
+            line.truncate(start, pad=True)
+            spans = [(a, min(b, start), k) for a, b, k in spans if a < start]
+            line.append(PALETTE_EDGE, self.get_component_rich_style("footer--edge"))
+            spans.append((start + 1, start + 1 + label.cell_len, self.palette))
+            line.append_text(label)
+            line.append(" ")
+        self._spans = spans
+        return line
+
+    def _label(
+        self, item: FooterKey, key_style: Style, description_style: Style, compact: bool = False
+    ) -> Text:
+        compact = compact or self.compact
+        pad = "" if compact else " "
+        label = Text.assemble(
+            (f"{pad}{item.display}{pad}", key_style),
+            (f" {item.description}" if compact else f"{item.description} ", description_style),
+        )
+        if not item.enabled:
+            label.stylize("dim")
+        return label
+
+    def key_at(self, x: int) -> FooterKey | None:
+        return next((item for start, end, item in self._spans if start <= x < end), None)
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        item = self.key_at(event.x)
+        if item is None:
+            return
+        if item.enabled:
+            self.app.simulate_key(item.key)
+        else:
+            self.app.bell()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        item = self.key_at(event.x)
+        self.tooltip = item.tooltip if item is not None else None
