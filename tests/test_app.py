@@ -101,10 +101,12 @@ async def test_every_panel_fills_once_the_host_is_ready() -> None:
         await until(pilot, settled(app))
         table = app.query_one("#panel-gpus DataTable", DataTable)
         assert table.row_count == 8
-        assert "all 28 pairs NV18" in static_text(app.query_one(".topo-summary", Static))
+        assert "all 28 pairs NV18" in static_text(
+            app.query_one("#panel-topology .panel-text", Static)
+        )
         for panel in app.query(Panel):
-            status = panel.query_one(".panel-status", Static)
-            assert not status.display, f"{panel.SECTION} still shows its placeholder"
+            words = static_text(panel.text)
+            assert "waiting for" not in words and "after the probe" not in words, panel.SECTION
 
 
 async def test_an_unreachable_host_shows_its_one_line_reason_and_no_panel_data() -> None:
@@ -129,9 +131,28 @@ async def test_a_section_that_failed_shows_an_error_line() -> None:
         failed = SectionResult("toolkit", None, "timed out after 15s", {}, 15.0, 124)
         app.post_message(ProbeEvent(SectionDone("h200-1x", failed)))
         await until(pilot, lambda: app.results["h200-1x"].sections["toolkit"] is failed)
-        error = app.query_one("#panel-toolkit .panel-error", Static)
-        assert error.display and "timed out after 15s" in static_text(error)
+        text = app.query_one("#panel-toolkit .panel-text", Static)
+        assert static_text(text) == "error: timed out after 15s"
         assert dataclasses.replace(failed) == failed
+
+
+async def test_a_section_with_an_error_and_data_shows_the_error_line_above_the_data() -> None:
+    import dataclasses
+
+    from gpudash.model import SectionDone
+
+    app = create_app(replay_config("h200-1x"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        toolkit = app.results["h200-1x"].sections["toolkit"]
+        partial = dataclasses.replace(toolkit, error="nvcc --version: exit 1")
+        app.post_message(ProbeEvent(SectionDone("h200-1x", partial)))
+        await until(pilot, lambda: app.results["h200-1x"].sections["toolkit"] is partial)
+        await pilot.pause()
+        lines = [line.strip("▕│ ") for line in screen_text(app).splitlines()]
+        at = lines.index("error: nvcc --version: exit 1")
+        assert lines[at - 1].startswith("╭─ Toolkit") and lines[at + 1].startswith("nvcc")
+        assert not app.query_one("#panel-toolkit .panel-text").has_class("-muted")
 
 
 # ---- selection, filter ---------------------------------------------------------------------

@@ -299,7 +299,7 @@ async def test_switching_hosts_sizes_the_findings_to_the_new_hosts_count() -> No
     app = create_app(replay_config())
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, settled(app))
-        body = app.query_one(FindingsPanel).query_one(".panel-body")
+        body = app.query_one(FindingsPanel).text
         for host, count in [("pcie-a40", 8), ("dgx-h200", 5)] * 3:
             app.select_host(host)
             for _ in range(20):  # as many refreshes as it takes; a stale height never moves

@@ -18,7 +18,6 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import Static
 
 from gpudash.config_keys import key_name
 from gpudash.model import HostResult, HostState
@@ -136,7 +135,7 @@ class FindingsPanel(Panel):
     FindingsPanel:focus { max-height: 16; }
     Screen.-wide FindingsPanel, Screen.-wide FindingsPanel:focus { max-height: 22; }
     FindingsPanel.-maximized { max-height: 100%; }
-    FindingsPanel.-compact .panel-body { text-wrap: nowrap; text-overflow: ellipsis; }
+    FindingsPanel.-compact .panel-text { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, **kw: Any) -> None:
@@ -154,16 +153,11 @@ class FindingsPanel(Panel):
             self._findings = findings  # another host with the same verdict: drawn already
             return
         self._findings = findings
-        status = self.query_one(".panel-status")
         if not self._findings:
-            status.display = True
             waiting = host.state in (HostState.CONNECTING, HostState.PROBING)
-            words = "after the probe…" if waiting else "none yet: they come after a probe"
-            status.update(Text(words, style="dim"))  # type: ignore[attr-defined]
-            self.set_body_visible(False)
+            self.text.styles.height = "auto"
+            self.status("after the probe…" if waiting else "none yet: they come after a probe")
         else:
-            status.display = False
-            self.set_body_visible(True)
             self._draw()
         self._bind_fixes()
 
@@ -174,13 +168,14 @@ class FindingsPanel(Panel):
         detail = focused or self.screen.maximized is self
         self.set_class(not detail, "-compact")
         if self._findings:
-            body = self.query_one(".panel-body", Static)
+            text = self.text
             content = findings_body(self._findings, detail)
-            body.update(content)
+            text.update(content)
+            text.set_class(False, "-muted")
             # One line per finding: the height is known, so it is set, not measured. A
             # measured height went stale now and then on a host switch (a layout that raced
             # the update kept the previous host's count, hiding the extra findings).
-            body.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
+            text.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
 
     def on_focus(self) -> None:
         self._draw(True)

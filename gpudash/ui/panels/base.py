@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import ScrollableContainer
@@ -32,11 +32,18 @@ def _same(section: SectionResult | None, previous: object) -> bool:
 
 
 class Panel(ScrollableContainer, can_focus=True):
-    """A focusable, maximisable box for one section."""
+    """A focusable, maximisable box for one section.
+
+    Its first child, `.panel-text`, draws the placeholder, or the section's error line and
+    the section itself; a panel with widgets of its own (the GPU table) yields them from
+    `compose_body`, below the text. One text widget, not one per part: each widget is
+    mounted, styled and laid out on its own, and the seven panels' parts were ~40 % of the
+    widgets the first frame builds."""
 
     ALLOW_MAXIMIZE = True
     SECTION: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"panel--error"}
     DEFAULT_CSS = """
     Panel {
         height: auto;
@@ -51,8 +58,8 @@ class Panel(ScrollableContainer, can_focus=True):
         border: round $accent;
         border-title-color: $text;
     }
-    Panel > .panel-status { color: $text-muted; }
-    Panel > .panel-error { color: $error; }
+    Panel > .panel-text.-muted { color: $text-muted; }
+    Panel > .panel--error { color: $error; }
     """
 
     def __init__(self, **kw: Any) -> None:
@@ -60,22 +67,37 @@ class Panel(ScrollableContainer, can_focus=True):
         self.border_title = self.TITLE
         self._shown: object = object()  # the SectionResult on screen (identity)
         self._host: str | None = None
+        self._error: Text | None = None  # the shown section's error line
 
     def compose(self) -> ComposeResult:
-        yield Static(Text("waiting for the host", style="dim"), classes="panel-status")
-        yield Static("", classes="panel-error")
+        yield Static(Text("waiting for the host", style="dim"), classes="panel-text -muted")
         yield from self.compose_body()
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", classes="panel-body")
+        """Widgets of the panel's own below its text; none by default."""
+        return iter(())
+
+    @property
+    def text(self) -> Static:
+        return self.query_one(".panel-text", Static)
 
     def on_mount(self) -> None:
-        self.query_one(".panel-error").display = False
         self.set_body_visible(False)
 
     def set_body_visible(self, visible: bool) -> None:
-        for child in self.children[2:]:
+        for child in self.children[1:]:
             child.display = visible
+
+    def status(self, words: str) -> None:
+        """A placeholder line in place of the section."""
+        self.text.update(Text(words, style="dim"))
+        self.text.set_class(True, "-muted")
+
+    def draw(self, renderable: RenderableType, muted: bool = False) -> None:
+        """Show `renderable` as the section (in the muted colour: `muted`), under its error
+        line when it has one."""
+        self.text.update(renderable if self._error is None else Group(self._error, renderable))
+        self.text.set_class(muted, "-muted")
 
     def show(self, host: HostResult) -> None:
         section = host.sections.get(self.SECTION)
@@ -86,36 +108,34 @@ class Panel(ScrollableContainer, can_focus=True):
         previous, self._host, self._shown = self._shown, host.name, section
         if _same(section, previous):
             return  # another host with the same facts: what is on screen is right already
-        status = self.query_one(".panel-status", Static)
-        error = self.query_one(".panel-error", Static)
         if section is None:
+            self._error = None
             self._placeholder(host)
-            error.display = False
             self.set_body_visible(False)
             return
-        error.display = bool(section.error)
+        self._error = None
         if section.error:
-            error.update(Text.assemble(("error: ", "bold"), remote(section.error)))
-        status.display = False
+            self._error = Text.assemble(("error: ", "bold"), remote(section.error))
+            self._error.stylize_before(self.get_component_rich_style("panel--error"))
         if section.data is None:
             self.set_body_visible(False)
+            self.text.update(self._error or "")
+            self.text.set_class(False, "-muted")
             return
         self.set_body_visible(True)
         self.render_section(section)
 
     def _placeholder(self, host: HostResult) -> None:
-        status = self.query_one(".panel-status", Static)
-        status.display = True
         if host.state is HostState.FAILED:
-            status.update(Text("no data: the host did not answer", style="dim"))
+            self.status("no data: the host did not answer")
         elif host.state is HostState.PENDING:
-            status.update(Text("not probed yet", style="dim"))
+            self.status("not probed yet")
         else:
-            status.update(Text(f"waiting for {self.SECTION}…", style="dim"))
+            self.status(f"waiting for {self.SECTION}…")
 
     def render_section(self, section: SectionResult) -> None:
-        """Draw `section.data` (never None here). Default: the generic renderer."""
-        self.query_one(".panel-body", Static).update(self.body(section.data))
+        """Draw `section.data` (never None here). Default: `body`, as the panel's text."""
+        self.draw(self.body(section.data))
 
     def body(self, data: Any) -> RenderableType:
         from gpudash.ui.panels.generic import generic

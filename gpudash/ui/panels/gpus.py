@@ -94,11 +94,9 @@ class GpusPanel(Panel):
     TITLE = "GPUs"
     DEFAULT_CSS = """
     GpusPanel DataTable { height: auto; max-height: 100%; scrollbar-size: 0 0; }
-    GpusPanel .gpus-head { color: $text-muted; }
     """
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", classes="gpus-head")
         table: DataTable[Text] = DataTable(
             cursor_type="none", zebra_stripes=False, cell_padding=0, show_cursor=False
         )
@@ -115,22 +113,22 @@ class GpusPanel(Panel):
 
     def render_section(self, section: SectionResult) -> None:
         data = section.data
-        head = self.query_one(".gpus-head", Static)
         notes = self.query_one(".gpus-notes", Static)
         archs = {g.arch for g in data.gpus if g.arch}  # an ERR! GPU has none: not a second arch
         shared_arch = next(iter(archs)) if len(archs) == 1 else None
         if data.missing:
-            head.update(remote(data.missing, style="yellow"))
+            self.draw(remote(data.missing, style="yellow"), muted=True)
         else:
             broken = [str(g.index) for g in data.gpus if g.error]
-            head.update(
+            self.draw(
                 join(
                     Text(f"{len(data.gpus)} GPU{'s' * (len(data.gpus) != 1)}"),
                     remote(shared_arch) if shared_arch else "",
                     Text.assemble("driver ", remote(data.driver_version)),
                     Text.assemble("CUDA ", remote(data.cuda_version)),
                     Text(f"ERR! on GPU {','.join(broken)}", style="bold red") if broken else "",
-                )
+                ),
+                muted=True,
             )
         table = self.query_one(DataTable)
         table.display = bool(data.gpus)

@@ -130,7 +130,6 @@ class TopologyPanel(Panel):
         self._section: SectionResult | None = None
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", classes="topo-summary")
         yield Static("", classes="topo-matrix")
         yield Static("", classes="topo-foot")
 
@@ -148,11 +147,10 @@ class TopologyPanel(Panel):
     def render_section(self, section: SectionResult) -> None:
         self._section = section
         data = section.data
-        summary = self.query_one(".topo-summary", Static)
         grid = self.query_one(".topo-matrix", Static)
         foot = self.query_one(".topo-foot", Static)
         if data.missing:
-            summary.update(remote(data.missing, style="yellow"))
+            self.draw(remote(data.missing, style="yellow"))
             grid.display = foot.display = False
             return
         line = Text(data.summary, style="bold green" if data.all_nvlink else "bold")
@@ -162,7 +160,7 @@ class TopologyPanel(Panel):
             if state != "Completed":
                 line.append(" · fabric ", style="dim")
                 line.append(remote(state, style="yellow"))
-        summary.update(line)
+        self.draw(line)
         matrix = data.matrix
         grid.display = foot.display = matrix is not None and bool(matrix.gpus)
         if not grid.display:
