@@ -168,14 +168,12 @@ class FindingsPanel(Panel):
         detail = focused or self.screen.maximized is self
         self.set_class(not detail, "-compact")
         if self._findings:
-            text = self.text
             content = findings_body(self._findings, detail)
-            text.update(content)
-            text.set_class(False, "-muted")
+            self.draw(content)
             # One line per finding: the height is known, so it is set, not measured. A
             # measured height went stale now and then on a host switch (a layout that raced
             # the update kept the previous host's count, hiding the extra findings).
-            text.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
+            self.text.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
 
     def on_focus(self) -> None:
         self._draw(True)

@@ -197,9 +197,10 @@ class ProbeRouting:
         except NoMatches:  # the app is closing (a re-probe after a task ended late)
             return
         fleets = [s for s in self.screen_stack if isinstance(s, FleetScreen)]  # type: ignore[attr-defined]
+        rows = FleetRows.of(self)  # the fleet view opens on values made here
         for host in hosts:
             snapshot = self.results[host]
-            FleetRows.of(self).update(snapshot)  # the fleet view opens on values made here
+            rows.update(snapshot)
             host_list.update_host(snapshot)
             if host == self.selected:
                 self.host_view.show(snapshot)  # type: ignore[attr-defined]

@@ -108,12 +108,11 @@ class Panel(ScrollableContainer, can_focus=True):
         previous, self._host, self._shown = self._shown, host.name, section
         if _same(section, previous):
             return  # another host with the same facts: what is on screen is right already
+        self._error = None
         if section is None:
-            self._error = None
             self._placeholder(host)
             self.set_body_visible(False)
             return
-        self._error = None
         if section.error:
             self._error = Text.assemble(("error: ", "bold"), remote(section.error))
             self._error.stylize_before(self.get_component_rich_style("panel--error"))
