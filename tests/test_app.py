@@ -498,4 +498,8 @@ async def test_each_host_row_and_fleet_row_shows_its_findings_count_in_colour():
         await until(pilot, lambda: f"pcie-a40 ✖{fails['pcie-a40']}" in screen_text(app))
         await pilot.press("f")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen))
-        await until(pilot, lambda: f"{fails['pcie-a40']} fail" in screen_text(app))
+        fleet = app.screen
+        await until(pilot, lambda: f"ready ✖{fails['pcie-a40']}" in screen_text(app))
+        state = fleet.cell("pcie-a40", "state")
+        mark = state.plain.index("✖")
+        assert any(s.start <= mark < s.end and "red" in str(s.style) for s in state.spans)

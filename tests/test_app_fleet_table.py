@@ -12,7 +12,8 @@ from gpudash.config import Config, HostConfig
 from gpudash.ui import create_app
 from gpudash.ui.app import GpudashApp
 from gpudash.ui.fleet import FleetScreen
-from gpudash.ui.fleet_table import FleetTable
+from gpudash.ui.fleet_columns import COLUMNS
+from gpudash.ui.fleet_table import FleetTable, fit_widths
 
 
 def screen_lines(app: App[object]) -> list[str]:
@@ -76,8 +77,8 @@ async def test_clicking_a_header_sorts_and_clicking_the_cursor_row_opens_the_hos
     )
     async with app.run_test(size=SIZE) as pilot:
         fleet, table = await open_fleet(app, pilot)
-        widths = table.column_widths
-        gpus_x = sum(w + 2 for w in widths[:2]) + 1
+        widths = table.shown_widths
+        gpus_x = sum(w + 1 for w in widths[:2]) + 1
         await pilot.click(FleetTable, offset=(gpus_x, 0))
         assert fleet._sort == 2
         assert "sorted by GPUs" in screen_lines(app)[0]
@@ -119,11 +120,46 @@ async def test_column_widths_follow_the_cells_as_they_change_and_cells_stay_text
         table.set_row("a", [1, 1])
         await pilot.pause()
         assert table.column_widths == [4, 5]
-        assert screen_lines(app)[1].rstrip() == " a     x"
+        assert screen_lines(app)[1].rstrip() == " a    x"
 
         cells["b"][1] = Text("a much longer value")
         table.set_row("b", [1, 4])  # told less than the cell needs: the cell is cut
         await pilot.pause()
         assert table.column_widths == [4, 5]  # the header's own width counts
-        assert screen_lines(app)[0].rstrip() == " name  value"
-        assert screen_lines(app)[2].rstrip() == " b     a muc"
+        assert screen_lines(app)[0].rstrip() == " name value"
+        assert screen_lines(app)[2].rstrip() == " b    a mu…"
+
+
+def test_fit_widths_cuts_the_widest_columns_level_and_never_below_a_floor() -> None:
+    widths, floors = [5, 28, 12, 20], [None, 11, 8, 10]
+    assert fit_widths(widths, floors, 100) == widths  # room enough: as measured
+    fitted = fit_widths(widths, floors, 60)
+    assert fitted == [5, 20, 12, 19]  # the two widest, cut level; the rest untouched
+    assert sum(fitted) + len(fitted) == 60
+    assert fit_widths(widths, floors, 10) == [5, 11, 8, 10]  # floors hold; the rest scrolls
+    assert fit_widths(widths, [None] * 4, 10) == widths  # nothing may give: it all scrolls
+
+
+async def test_the_fleet_view_fits_every_column_into_100_columns() -> None:
+    app = create_app(
+        Config(
+            None,
+            tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in FIVE),
+        )
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        fleet, table = await open_fleet(app, pilot)
+        lines = screen_lines(app)
+        header = lines[1].split()
+        assert header == [c.label for c in COLUMNS]  # all ten, none scrolled off
+        assert table.virtual_size.width <= SIZE[0]
+        row = {name: lines[2 + i] for i, name in enumerate(fleet.rows)}
+        assert "NV18 · all 28" in row["dgx-h200"] and "sm_90" in row["dgx-h200"]
+        assert "PCIe · SYS" in row["pcie-a40"] and "1 GPU" in row["h200-1x"]
+        assert row["dgx-h200"].rstrip().endswith("0/1 ok")  # the last column, whole
+        assert "unreachable" in row["down"] and "…" in row["down"]  # its reason gave way
+
+        await pilot.resize_terminal(160, 30)  # room again: nothing is cut
+        down = 2 + fleet.rows.index("down")
+        await until(pilot, lambda: "unreachable: connection refused" in screen_lines(app)[down])
+        assert table.shown_widths == table.column_widths

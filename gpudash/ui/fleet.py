@@ -42,7 +42,9 @@ class FleetScreen(Screen[str | None]):
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="fleet-title")
         labels = [Text(c.label, style="bold") for c in COLUMNS]
-        yield FleetTable(labels, self._row_cells, id="fleet-table")
+        floors = [c.floor for c in COLUMNS]
+        first = [i for i, c in enumerate(COLUMNS) if c.gives_first]
+        yield FleetTable(labels, self._row_cells, floors=floors, first=first, id="fleet-table")
         yield Footer()
 
     def _title(self) -> Text:

@@ -11,12 +11,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from gpudash.model import HostResult
 from gpudash.ui.host_state import short_gpu_name, state_text, state_words
 from gpudash.ui.render import remote
+
+if TYPE_CHECKING:
+    from gpudash.probe.sections.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,14 @@ class Column:
     value: Callable[[HostResult], str | None]
     compare: bool = True  # highlight hosts that differ from the most common value
     section: str | None = None  # the one section `value` reads; None: any part of the host
+    floor: int | None = None
+    """The narrowest this column is cut to when the row is wider than the screen (cells
+    end in "…"); None: never cut. Identity and short values keep their width."""
+    gives_first: bool = False  # cut before the others: free text, read in full elsewhere
+
+
+def _state(host: HostResult) -> str:
+    return state_words(host, compact=True)
 
 
 def _gpus(host: HostResult) -> str | None:
@@ -46,10 +58,24 @@ def _cc(host: HostResult) -> str | None:
 
 
 def _nvlink(host: HostResult) -> str | None:
+    """The topology summary in a cell's room: 'NV18 · all 28', 'PCIe · SYS',
+    'NV4 on 4/28 · SYS'; the same facts as the host view's summary line."""
     data = host.data("topology")
     if data is None:
         return None
-    return data.missing or data.summary
+    if data.missing or not data.gpu_pairs:
+        return data.summary if data.missing else _no_pairs(data)
+    low, high = data.min_nvlink, data.max_nvlink
+    links = f"NV{low}" if low == high else f"NV{low}..NV{high}"
+    if data.all_nvlink:
+        return f"{links} · all {data.gpu_pairs}"
+    if not data.nvlink_pairs:
+        return f"PCIe · {data.worst_pcie or '?'}"
+    return f"{links} on {data.nvlink_pairs}/{data.gpu_pairs} · {data.worst_pcie or '?'}"
+
+
+def _no_pairs(data: Topology) -> str:
+    return "1 GPU" if data.matrix and len(data.matrix.gpus) == 1 else "no GPUs"
 
 
 def _driver(host: HostResult) -> str | None:
@@ -99,15 +125,15 @@ def _network(host: HostResult) -> str | None:
 
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
-    Column("state", "state", state_words, compare=False),
-    Column("gpus", "GPUs", _gpus, section="gpus"),
-    Column("cc", "cc", _cc, section="gpus"),
-    Column("nvlink", "NVLink", _nvlink, section="topology"),
-    Column("driver", "driver/CUDA", _driver, section="gpus"),
-    Column("nvcc", "nvcc", _nvcc, section="toolkit"),
-    Column("torch", "torch", _torch, section="env"),
-    Column("models", "models", _models, section="models"),
-    Column("network", "network", _network, section="network"),
+    Column("state", "state", _state, compare=False, floor=12, gives_first=True),
+    Column("gpus", "GPUs", _gpus, section="gpus", floor=8),
+    Column("cc", "cc", _cc, section="gpus", floor=5),
+    Column("nvlink", "NVLink", _nvlink, section="topology", floor=10),
+    Column("driver", "driver/CUDA", _driver, section="gpus", floor=10),
+    Column("nvcc", "nvcc", _nvcc, section="toolkit", floor=7),
+    Column("torch", "torch", _torch, section="env", floor=8),
+    Column("models", "models", _models, section="models", floor=6),
+    Column("network", "network", _network, section="network", floor=7),
 )
 
 
@@ -124,8 +150,9 @@ def majority_of(counts: Counter[str]) -> str | None:
     return value if count > rest[0][1] else None
 
 
-MAX_CELL = 28
-"""Cells are cut here so that the key columns stay on one 100-column screen."""
+MAX_CELL = 40
+"""No cell is wider, however wide the screen: one long value (an error, a list of torch
+builds) must not push the others off it. Narrower screens cut further (`fit_widths`)."""
 
 
 def _cut(text: Text) -> Text:
@@ -145,7 +172,7 @@ def cell(host: HostResult, column: Column, usual: str | None, value: object = _U
 
 def _cell(host: HostResult, column: Column, usual: str | None, value: object) -> Text:
     if column.key == "state":
-        return state_text(host)
+        return state_text(host, compact=True)
     if value is None:
         return Text("–", style="dim")
     if column.key == "host":

@@ -12,7 +12,7 @@ Cells are `Text` and are drawn as text, never parsed as markup.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -26,8 +26,36 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-PAD = 1
-"""Blank cells on each side of every cell, as `DataTable(cell_padding=1)`."""
+GAP = 1
+"""Blank cells before every cell: ten columns must fit 100 cells."""
+
+
+def fit_widths(
+    widths: Sequence[int],
+    floors: Sequence[int | None],
+    room: int,
+    first: Collection[int] = (),
+) -> list[int]:
+    """Each column's shown width: its own where the row fits in `room` cells; otherwise
+    the columns that may give way are cut, none below its floor (a None floor never gives):
+    the columns in `first` (long free text, such as a host's error) before the others, and
+    within each group the widest, level with each other. Cutting the widest first keeps
+    every column readable rather than dropping the last ones off the screen; what still
+    does not fit scrolls."""
+    shown = list(widths)
+    excess = sum(shown) + GAP * len(shown) - room
+    groups = [[i for i in first], [i for i in range(len(shown)) if i not in first]]
+    for group in groups:
+        while excess > 0:
+            can = [i for i in group if (f := floors[i]) is not None and shown[i] > f]
+            if not can:
+                break
+            top = max(shown[i] for i in can)
+            for i in reversed(can):  # ties: the columns to the right give first
+                if shown[i] == top and excess > 0:
+                    shown[i] -= 1
+                    excess -= 1
+    return shown
 
 
 class FleetTable(ScrollView, can_focus=True):
@@ -99,16 +127,23 @@ class FleetTable(ScrollView, can_focus=True):
         labels: Sequence[Text],
         cells: Callable[[str], Sequence[Text]],
         *,
+        floors: Sequence[int | None] | None = None,
+        first: Collection[int] = (),
         id: str | None = None,
     ) -> None:
+        """`floors`: per column, the narrowest it may be cut to; `first`: the columns cut
+        before the others (`fit_widths`)."""
         super().__init__(id=id)
         self._labels = list(labels)
+        self._floors = list(floors) if floors is not None else [None] * len(self._labels)
+        self._first = frozenset(first)
         self._get_cells = cells
         self._order: list[str] = []  # row keys in display order
         self._index: dict[str, int] = {}  # row key -> display index
         self._row_widths: dict[str, tuple[int, ...]] = {}
         self._width_counts = [Counter({label.cell_len: 1}) for label in self._labels]
         self._widths = [label.cell_len for label in self._labels]
+        self._shown = list(self._widths)  # as fitted to the screen (`fit_widths`)
         self._drawn: dict[str, Strip] = {}  # row key -> its whole line, unstyled by cursor
         self._header: Strip | None = None
         self._cursor = 0
@@ -202,6 +237,11 @@ class FleetTable(ScrollView, can_focus=True):
         """Each column's width without padding: its widest cell or label."""
         return list(self._widths)
 
+    @property
+    def shown_widths(self) -> list[int]:
+        """Each column's width as drawn: `column_widths` fitted to the screen."""
+        return list(self._shown)
+
     # -- cursor -----------------------------------------------------------------------
 
     @property
@@ -260,8 +300,8 @@ class FleetTable(ScrollView, can_focus=True):
         event.stop()
         if offset.y == 0:
             x = offset.x + round(self.scroll_x)
-            for column, width in enumerate(self._widths):
-                x -= width + 2 * PAD
+            for column, width in enumerate(self._shown):
+                x -= width + GAP
                 if x < 0:
                     self.post_message(self.HeaderSelected(self, column))
                     return
@@ -276,8 +316,21 @@ class FleetTable(ScrollView, can_focus=True):
 
     # -- drawing ----------------------------------------------------------------------
 
+    def _room(self) -> int:
+        """The cells a line has: the width, less the vertical scrollbar once rows overflow
+        (asked before the layout that would show it)."""
+        width, height = self.content_size
+        overflow = len(self._order) + 1 > height
+        return width - (self.styles.scrollbar_size_vertical if overflow else 0)
+
     def _resize(self) -> None:
-        width = sum(self._widths) + 2 * PAD * len(self._widths)
+        shown = fit_widths(self._widths, self._floors, self._room(), self._first)
+        if shown != self._shown:
+            self._shown = shown
+            self._drawn.clear()
+            self._header = None
+            self.refresh()
+        width = sum(shown) + GAP * len(shown)
         self.virtual_size = Size(width, len(self._order) + 1)  # + the header
 
     def _relayout(self) -> None:
@@ -287,6 +340,9 @@ class FleetTable(ScrollView, can_focus=True):
         self._resize()
         self.refresh()
 
+    def on_resize(self) -> None:
+        self._resize()
+
     def _refresh_row(self, row: int) -> None:
         top = round(self.scroll_y)
         if top <= row < top + self._page():
@@ -294,13 +350,14 @@ class FleetTable(ScrollView, can_focus=True):
 
     def _line(self, cells: Sequence[Text]) -> Strip:
         line = Text(no_wrap=True, end="")
-        for text, width in zip(cells, self._widths, strict=False):
+        for text, width in zip(cells, self._shown, strict=False):
             if text.cell_len > width:  # never wider than its column, whatever it was told
                 text = text.copy()
-                text.truncate(width)
-            line.append(" " * PAD)
+                text.truncate(max(width - 1, 0))
+                text.append("…"[:width], style="dim")
+            line.append(" " * GAP)
             line.append_text(text)
-            line.append(" " * (width - text.cell_len + PAD))
+            line.append(" " * (width - text.cell_len))
         return Strip(line.render(self.app.console), line.cell_len)
 
     def render_lines(self, crop: Region) -> list[Strip]:

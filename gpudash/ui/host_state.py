@@ -22,8 +22,9 @@ def glyph(result: HostResult) -> Text:
     return Text(char, style=style)
 
 
-def state_text(result: HostResult, *, findings: bool = True) -> Text:
-    """'connecting', 'probing 3/7', 'ready · 1 fail', 'unreachable: <reason>'."""
+def state_text(result: HostResult, *, findings: bool = True, compact: bool = False) -> Text:
+    """'connecting', 'probing 3/7', 'ready · 1 fail' (compact: 'ready ✖1'),
+    'unreachable: <reason>'."""
     state = result.state
     if state is HostState.PENDING:
         return Text("waiting", style="dim")
@@ -34,7 +35,7 @@ def state_text(result: HostResult, *, findings: bool = True) -> Text:
     if state is HostState.READY:
         failed = _failed_sections(result)
         out = Text(failed, style="yellow") if failed else Text("ready", style="green")
-        return out.append_text(findings_text(result)) if findings else out
+        return out.append_text(findings_text(result, compact=compact)) if findings else out
     out = Text(_failed_word(result), style="bold red")
     reason = _reason(result)
     if reason is not None:
@@ -43,9 +44,10 @@ def state_text(result: HostResult, *, findings: bool = True) -> Text:
     return out
 
 
-def state_words(result: HostResult) -> str:
-    """`state_text(result).plain`, without building it: the fleet view measures and counts
-    every host's state as probe events arrive (a tenth of the time of `state_text`)."""
+def state_words(result: HostResult, *, compact: bool = False) -> str:
+    """`state_text(result, compact=compact).plain`, without building it: the fleet view
+    measures and counts every host's state as probe events arrive (a tenth of the time of
+    `state_text`)."""
     state = result.state
     if state is HostState.PENDING:
         return "waiting"
@@ -56,7 +58,9 @@ def state_words(result: HostResult) -> str:
     if state is HostState.READY:
         counts = _finding_counts(result)
         return (_failed_sections(result) or "ready") + "".join(
-            f" · {counts[level]} {level}" for level in ("fail", "warn") if counts.get(level)
+            f" {_COMPACT[level]}{counts[level]}" if compact else f" · {counts[level]} {level}"
+            for level in ("fail", "warn")
+            if counts.get(level)
         )
     reason = _reason(result)
     return _failed_word(result) + ("" if reason is None else f": {clean_line(reason)}")
