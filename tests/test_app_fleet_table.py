@@ -5,7 +5,7 @@ drawn (what keeps opening the view with 1000 hosts fast: bench/bench_scale.py `a
 from __future__ import annotations
 
 from rich.text import Text
-from test_app import FIVE, SAVED, SIZE, settled, until
+from test_app import FIVE, SAVED, SIZE, replay_config, settled, until
 from textual.app import App, ComposeResult
 
 from gpudash.config import Config, HostConfig
@@ -69,12 +69,7 @@ async def test_keys_move_the_cursor_and_the_view_keeps_it_on_screen() -> None:
 
 
 async def test_clicking_a_header_sorts_and_clicking_the_cursor_row_opens_the_host() -> None:
-    app = create_app(
-        Config(
-            None,
-            tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in FIVE),
-        )
-    )
+    app = create_app(replay_config(*FIVE))
     async with app.run_test(size=SIZE) as pilot:
         fleet, table = await open_fleet(app, pilot)
         widths = table.shown_widths
@@ -141,12 +136,7 @@ def test_fit_widths_cuts_the_widest_columns_level_and_never_below_a_floor() -> N
 
 
 async def test_the_fleet_view_fits_every_column_into_100_columns() -> None:
-    app = create_app(
-        Config(
-            None,
-            tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in FIVE),
-        )
-    )
+    app = create_app(replay_config(*FIVE))
     async with app.run_test(size=SIZE) as pilot:
         fleet, table = await open_fleet(app, pilot)
         lines = screen_lines(app)
