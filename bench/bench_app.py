@@ -9,6 +9,9 @@ Prints one table:
                      machine (local transport) and for a host behind the test sshd
                      (tests/sshd.py, the H200 capture as its GPU tools)
   idle CPU           CPU use of the app with 20 hosts settled and no refresh, over 5 s
+  bare Textual       the baseline: start to first frame of a Textual app of one line and a
+                     footer (BARE_APP), the same interpreter, pane and polling, interleaved
+                     with the runs above; the floor any Textual app starts from here
 
 The local host is this machine over the local transport, with PATH set to the system's
 directories (SYSTEM_PATH) for the app and the headless probe alike: a pyenv shim on PATH runs
@@ -40,6 +43,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 import fakegpu  # noqa: E402
 from sshd import Sshd  # noqa: E402
 
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Footer, Static
+
+class Bare(App):
+    def compose(self):
+        yield Static("loopback")
+        yield Footer()
+
+Bare().run()
+"""
+
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENV = {**os.environ, "TERM": "xterm-256color", "PATH": SYSTEM_PATH}
 
@@ -54,6 +69,9 @@ class Pane:
         ).stdout
 
     def start(self, config: Path) -> float:
+        return self.start_command(f"{GPUDASH} --config {config}")
+
+    def start_command(self, command: str) -> float:
         t0 = time.perf_counter()
         subprocess.run(
             [
@@ -68,7 +86,7 @@ class Pane:
                 "100",
                 "-y",
                 "30",
-                f"{GPUDASH} --config {config}",
+                command,
             ],
             env=ENV,
             check=True,
@@ -95,12 +113,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def fill_times(root: Path, config: Path, runs: int) -> tuple[list[float], list[float], list[float]]:
+def bare_frame(root: Path) -> float:
+    """Start to first frame of BARE_APP (written to `root`)."""
+    script = root / "bare.py"
+    script.write_text(BARE_APP)
+    pane = Pane(root)
+    t0 = pane.start_command(f"{sys.executable} {script}")
+    try:
+        return pane.wait(lambda s: "loopback" in s) - t0
+    finally:
+        pane.stop()
+
+
+def fill_times(
+    root: Path, config: Path, runs: int, bare: list[float]
+) -> tuple[list[float], list[float], list[float]]:
     """First frame, panels filled (both from the start of `gpudash`) and the headless probe
-    of the same config, `runs` times each, interleaved."""
+    of the same config, `runs` times each, interleaved with a bare Textual app's first
+    frame (appended to `bare`)."""
     root.mkdir()
     first, filled, headless = [], [], []
     for i in range(runs):
+        (root / f"bare{i}").mkdir()
+        bare.append(bare_frame(root / f"bare{i}"))
         pane = Pane(root / f"r{i}")
         pane.sock.parent.mkdir()
         t0 = pane.start(config)
@@ -137,7 +172,8 @@ def main() -> None:
             remote = work / "ssh.toml"
             remote.write_text(sshd.host_toml(host, "loopback") + NET)
             configs.append(("ssh", remote))
-        measured = {name: fill_times(work / name, config, runs) for name, config in configs}
+        bare: list[float] = []
+        measured = {name: fill_times(work / name, config, runs, bare) for name, config in configs}
         many = work / "twenty.toml"
         names = sorted(p.name for p in SAVED.iterdir() if (p / "meta.json").exists())
         many.write_text(
@@ -177,6 +213,9 @@ def main() -> None:
         print(f"    {'headless gpudash probe':<34}{ms(headless)}")
         print(f"    {'app minus headless':<34}{gap * 1000:7.0f} ms")
     print(f"  {'idle CPU, 20 hosts, no refresh':<34}{idle:7.2f} %")
+    ratio = statistics.median(measured["local"][0]) / statistics.median(bare)
+    print(f"  {'bare Textual app: first frame':<34}{ms(bare)}")
+    print(f"  {'first frame, local / bare Textual':<34}{ratio:7.2f}×")
 
 
 if __name__ == "__main__":
