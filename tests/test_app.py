@@ -297,8 +297,16 @@ async def test_tab_moves_between_panels_and_enter_shows_one_full_screen() -> Non
         await pilot.press("shift+tab")
         assert app.focused is app.query_one("#panel-gpus")
         await pilot.press("tab", "enter")
-        assert app.screen.maximized is app.query_one("#panel-topology")
+        panel = app.query_one("#panel-topology")
+        assert app.screen.maximized is panel
+        await pilot.pause()
+        assert panel.outer_size.height == SIZE[1] - 1  # the whole screen, less the footer
+        assert "⏎ Restore" in screen_text(app).splitlines()[-1]
         await pilot.press("escape")
+        assert app.screen.maximized is None
+        await pilot.pause()
+        assert "⏎ Expand" in screen_text(app).splitlines()[-1]
+        await pilot.press("enter", "enter")  # enter both expands and restores
         assert app.screen.maximized is None
 
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input
@@ -212,12 +213,19 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
             return
         if self.screen.maximized is not None:
             self.screen.minimize()
-            return
-        panel = focused if isinstance(focused, Panel) else None
-        if panel is None:
-            panel = self.query(Panel).first()
-            panel.focus()
-        self.screen.maximize(panel, container=False)
+        else:
+            panel = focused if isinstance(focused, Panel) else None
+            if panel is None:
+                panel = self.query(Panel).first()
+                panel.focus()
+            self.screen.maximize(panel, container=False)
+
+    def describe_binding(self, binding: Binding) -> str:
+        """The footer's word for a key as things stand (`Footer`; `MainScreen` asks for it
+        again when a panel is maximized or restored)."""
+        if binding.action == "expand" and self.screen.maximized is not None:
+            return "Restore"
+        return binding.description
 
     def action_save(self) -> None:
         from gpudash.saved import save_host

@@ -8,6 +8,8 @@ left the old ones bound to the footer's `compact` reactive (Textualize/textual#6
 
 This footer keeps the keys as data and draws them as text: a bindings signal costs a
 comparison, and a repaint when the keys changed. Clicking a key presses it, as on Textual's.
+A key whose meaning changes with the state (enter expands a panel, or restores it) is named
+by the app's `describe_binding`, where it has one.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class Footer(Widget, can_focus=False):
         if screen is not self.screen or not self.is_attached:
             return
         app = self.app
+        describe = getattr(app, "describe_binding", None)
         palette_key = app.COMMAND_PALETTE_BINDING
         keys: list[FooterKey] = []
         palette = None
@@ -84,7 +87,7 @@ class Footer(Widget, can_focus=False):
             item = FooterKey(
                 key,
                 app.get_key_display(binding),
-                binding.description,
+                describe(binding) if describe else binding.description,
                 enabled,
                 tooltip or binding.tooltip or binding.description,
             )

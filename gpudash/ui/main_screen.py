@@ -51,3 +51,7 @@ class MainScreen(Screen[Any]):
             event.prevent_default()
         else:
             self._drawn_size = event.size
+
+    def watch_maximized(self) -> None:
+        """Enter expands a panel or restores it: the footer names which (`describe_binding`)."""
+        self.refresh_bindings()

@@ -58,6 +58,7 @@ class Panel(ScrollableContainer, can_focus=True):
         border: round $accent;
         border-title-color: $text;
     }
+    Panel.-maximized { height: 1fr; max-height: 100%; }
     Panel > .panel-text.-muted { color: $text-muted; }
     Panel > .panel--error { color: $error; }
     """
