@@ -25,14 +25,40 @@ def _package(venv: Any, name: str) -> str | None:
     return packages.get(alt)
 
 
+def pythons_grid(pythons: tuple[Any, ...]) -> Grid | Text:
+    """A line per version, with the interpreters that report it in PATH order ("?" last:
+    those whose `--version` failed). A pyenv shims directory alone is a dozen pythons,
+    most of them one interpreter or none: a line each, or one long list, read as noise."""
+    if not pythons:
+        return Text.assemble("python ", dim("not found"))
+    groups: dict[str | None, list[str]] = {}
+    for python in pythons:
+        groups.setdefault(python.version, []).append(python.path)
+    if None in groups:
+        groups[None] = groups.pop(None)
+    grid = Grid(Column(), Column(), Column(give="wrap", min_width=12), show_header=False)
+    for i, (version, paths) in enumerate(groups.items()):
+        shown = remote(version, style="bold") if version else dim("?")
+        grid.add_row("python" if i == 0 else "", shown, _paths(paths))
+    return grid
+
+
+def _paths(paths: list[str]) -> Text:
+    """'/root/.pyenv/shims/python3, python3.11, python': a directory once per run."""
+    out = Text()
+    last = None
+    for i, path in enumerate(paths):
+        directory, _, name = path.rpartition("/")
+        if i:
+            out.append(", ")
+        out.append_text(remote(name if directory and directory == last else path, style="dim"))
+        last = directory
+    return out
+
+
 def tools_line(data: Any) -> Text:
-    pythons = [
-        Text.assemble(remote(p.version or "?", style="bold"), " ", remote(p.path, style="dim"))
-        for p in data.pythons
-    ]
-    bits: list[Text | str] = [
-        Text.assemble("python ", join(*pythons, sep=", ") if pythons else dim("not found"))
-    ]
+    """pip, uv and conda on one line (the pythons have `pythons_grid`)."""
+    bits: list[Text | str] = []
     pips = sorted({p.version for p in data.pip})
     bits.append(Text.assemble("pip ", remote(", ".join(pips)) if pips else dim("none")))
     uv = data.uv
@@ -67,7 +93,7 @@ class EnvPanel(Panel):
     TITLE = "Env"
 
     def body(self, data: Any) -> RenderableType:
-        parts: list[RenderableType] = [tools_line(data)]
+        parts: list[RenderableType] = [pythons_grid(data.pythons), tools_line(data)]
         active = [
             Text.assemble(label, remote(value))
             for label, value in (
