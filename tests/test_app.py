@@ -170,7 +170,8 @@ async def test_arrow_keys_move_the_selection_and_the_host_view_follows() -> None
         await until(pilot, lambda: app.selected == "down")
         await pilot.press("up")
         await until(pilot, lambda: app.selected == "no-gpu")
-        assert "nvidia-smi: not found" in screen_text(app)
+        assert "nvidia-smi: not found" in screen_text(app)  # the GPUs panel
+        assert "ready · no nvidia-s" in screen_text(app)  # its row (cut at 100 columns)
 
 
 async def test_a_mouse_click_selects_a_host() -> None:

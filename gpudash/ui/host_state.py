@@ -133,8 +133,11 @@ def gpu_summary(result: HostResult) -> Text | None:
     data = result.data("gpus")
     if data is None:
         return None
-    if getattr(data, "missing", None):
-        return remote(data.missing, style="dim")
+    missing = getattr(data, "missing", None)
+    if missing:
+        if "nvidia-smi" in missing and missing.endswith("not found"):
+            return Text("no nvidia-smi", style="dim")  # the row's room; the panel says more
+        return remote(missing, style="dim")
     gpus = getattr(data, "gpus", ())
     if not gpus:
         return Text("no GPUs", style="dim")
