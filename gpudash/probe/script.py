@@ -15,11 +15,14 @@ import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib.resources import files
+from pathlib import Path
 
 from gpudash.probe.registry import Section
 
-PRELUDE = files("gpudash.probe").joinpath("prelude.sh").read_text(encoding="utf-8")
+PRELUDE = (Path(__file__).parent / "prelude.sh").read_text(encoding="utf-8")
+"""Read beside this module: `importlib.resources` (and the zipfile reader it imports) cost
+every `gpudash` start ~10 ms on the 2-vCPU VM, before the first host's script could start,
+for zipped installs that pip never makes."""
 
 
 @dataclass(frozen=True)
