@@ -139,3 +139,28 @@ async def test_the_collector_comes_back_on_even_while_a_host_never_answers(
         assert app.results["silent"].state is HostState.CONNECTING
         assert gc.get_freeze_count() > 0
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize(("size", "theme"), [((100, 30), None), ((80, 24), "nord")])
+async def test_the_first_screen_is_styled_as_a_full_restyle_would_style_it(
+    size: tuple[int, int], theme: str | None
+) -> None:
+    """The first resume skips Textual's restyle of every widget: nothing may be left stale
+    (a focus, a width class, a theme), so restyling everything changes no cell or colour."""
+    app = create_app(replay_config("dgx-h200", "pcie-a40", "down"), theme=theme)
+    restyles: list[bool] = []
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, settled(app))
+        await pilot.pause()
+        before = app.export_screenshot()
+        original = app.stylesheet.update_nodes
+
+        def update_nodes(nodes, animate=False):  # type: ignore[no-untyped-def]
+            restyles.append(True)
+            return original(nodes, animate=animate)
+
+        app.stylesheet.update_nodes = update_nodes  # type: ignore[method-assign]
+        app.screen.update_node_styles()
+        await pilot.pause()
+        assert restyles  # the restyle did run
+        assert app.export_screenshot() == before
