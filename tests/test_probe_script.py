@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -115,3 +119,55 @@ def test_the_script_is_valid_posix_sh(tmp_path: Path, shell: str):
     script = tmp_path / "probe.sh"
     script.write_text(build_script(make_plan(all_sections(), {"A": "b"}, 5)))
     subprocess.run([shell, "-n", str(script)], check=True)
+
+
+def _session(sid: int) -> dict[int, str]:
+    """The processes in session `sid`: pid -> command line."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            args = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except (OSError, IndexError):
+            continue
+        if int(stat[3]) == sid:
+            found[int(proc.name)] = args
+    return found
+
+
+def _session_commands(sid: int) -> list[str]:
+    return list(_session(sid).values())
+
+
+def test_the_heartbeat_stops_when_the_script_is_killed_outright():
+    """SIGKILL (the OOM killer, `kill -9`) skips the script's EXIT trap, which stops its
+    heartbeat; the heartbeat holds the script's FIFO open itself, so its writes never
+    failed and it ticked on for hours. It now checks that the script is still there."""
+    plan = make_plan([_section("long", "part l sleep 20", timeout=30)], {}, 40)
+    shell = subprocess.Popen(
+        ["/bin/sh", "-s"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert shell.stdin is not None
+        shell.stdin.write(build_script(plan).encode())
+        shell.stdin.close()
+        deadline = time.monotonic() + 5
+        while "sleep 1" not in _session_commands(shell.pid):  # the heartbeat is running
+            assert time.monotonic() < deadline, _session_commands(shell.pid)
+            time.sleep(0.05)
+        shell.kill()
+        shell.wait()
+        deadline = time.monotonic() + 4
+        while "sleep 1" in _session_commands(shell.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "sleep 1" not in _session_commands(shell.pid)
+    finally:  # the section's `timeout` runs in a process group of its own
+        for pid in _session(shell.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

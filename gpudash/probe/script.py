@@ -96,7 +96,10 @@ def build_script(plan: ProbePlan) -> str:
             "}",
             *(f'{launch}\nGD_PIDS="$GD_PIDS $!"' for launch in launches),
             # Not on stdout: a sleeping ticker must not hold the channel open at the end.
-            "( while sleep 1; do echo @tick >&3 || exit; done ) >/dev/null 2>&1 &",
+            # It holds the FIFO open itself, so its writes never fail: a script killed
+            # outright (SIGKILL skips the EXIT trap) is noticed by `kill -0` of its pid.
+            "( while sleep 1; do kill -0 $$ 2>/dev/null || exit; echo @tick >&3 || exit; done )"
+            " >/dev/null 2>&1 &",
             'GD_PIDS="$GD_PIDS $!"',
             "gd_n=0",
             f"while [ $gd_n -lt {len(plan.sections)} ] && read -r gd_s gd_rc <&3; do",
