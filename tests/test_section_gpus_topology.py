@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -122,19 +123,42 @@ def test_remote_markup_and_escapes_in_a_gpu_name_are_kept_literal_and_neutralise
 
 
 @pytest.mark.parametrize(
-    ("fixture", "summary", "nvlink_pairs", "worst"),
+    ("fixture", "summary", "brief", "nvlink_pairs", "worst"),
     [
-        ("h200-1x/topo_m.txt", "single GPU: no GPU pairs", 0, None),
-        ("public/topo-h200-8x-nv18-12nic-tabs.txt", "all 28 pairs NV18", 28, None),
-        ("public/topo-a100-8x-nv12-mlx5-label-spaces.txt", "all 28 pairs NV12", 28, None),
-        ("public/topo-rtx4090-8x-pcie-sys-tabs.txt", "PCIe only: SYS between sockets", 0, "SYS"),
+        ("h200-1x/topo_m.txt", "single GPU: no GPU pairs", "1 GPU", 0, None),
+        ("public/topo-h200-8x-nv18-12nic-tabs.txt", "all 28 pairs NV18", "NV18 · all 28", 28, None),
+        (
+            "public/topo-a100-8x-nv12-mlx5-label-spaces.txt",
+            "all 28 pairs NV12",
+            "NV12 · all 28",
+            28,
+            None,
+        ),
+        (
+            "public/topo-rtx4090-8x-pcie-sys-tabs.txt",
+            "PCIe only: SYS between sockets",
+            "PCIe · SYS",
+            0,
+            "SYS",
+        ),
     ],
 )
-def test_the_topology_summary_says_nvlink_or_pcie(fixture, summary, nvlink_pairs, worst):
+def test_the_topology_summary_says_nvlink_or_pcie(fixture, summary, brief, nvlink_pairs, worst):
     result = topology.parse({"topo": Part("topo", 0, (FIX / fixture).read_text())})
     assert result.summary == summary
+    assert result.brief == brief  # the same facts in a fleet cell
     assert result.nvlink_pairs == nvlink_pairs
     assert result.worst_pcie == worst
+
+
+def test_the_brief_of_a_partial_nvlink_names_the_links_the_pairs_and_the_rest():
+    full = topology.parse(
+        {"topo": Part("topo", 0, (PUBLIC / "topo-h200-8x-nv18-12nic-tabs.txt").read_text())}
+    )
+    partial = dataclasses.replace(
+        full, nvlink_pairs=4, min_nvlink=4, max_nvlink=6, worst_pcie="SYS"
+    )
+    assert partial.brief == "NV4..NV6 on 4/28 · SYS"
 
 
 def test_an_empty_nvlink_listing_means_no_links_not_inactive_links():

@@ -11,16 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from gpudash.model import HostResult
 from gpudash.ui.host_state import short_gpu_name, state_text, state_words
 from gpudash.ui.render import remote
-
-if TYPE_CHECKING:
-    from gpudash.probe.sections.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -58,24 +54,8 @@ def _cc(host: HostResult) -> str | None:
 
 
 def _nvlink(host: HostResult) -> str | None:
-    """The topology summary in a cell's room: 'NV18 · all 28', 'PCIe · SYS',
-    'NV4 on 4/28 · SYS'; the same facts as the host view's summary line."""
     data = host.data("topology")
-    if data is None:
-        return None
-    if data.missing or not data.gpu_pairs:
-        return data.summary if data.missing else _no_pairs(data)
-    low, high = data.min_nvlink, data.max_nvlink
-    links = f"NV{low}" if low == high else f"NV{low}..NV{high}"
-    if data.all_nvlink:
-        return f"{links} · all {data.gpu_pairs}"
-    if not data.nvlink_pairs:
-        return f"PCIe · {data.worst_pcie or '?'}"
-    return f"{links} on {data.nvlink_pairs}/{data.gpu_pairs} · {data.worst_pcie or '?'}"
-
-
-def _no_pairs(data: Topology) -> str:
-    return "1 GPU" if data.matrix and len(data.matrix.gpus) == 1 else "no GPUs"
+    return None if data is None else data.brief
 
 
 def _driver(host: HostResult) -> str | None:

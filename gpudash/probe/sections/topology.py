@@ -56,6 +56,22 @@ class Topology:
     def all_nvlink(self) -> bool:
         return self.gpu_pairs > 0 and self.nvlink_pairs == self.gpu_pairs
 
+    @property
+    def brief(self) -> str:
+        """`summary` in a table cell's room: 'NV18 · all 28', 'PCIe · SYS',
+        'NV4 on 4/28 · SYS', '1 GPU' (the fleet view)."""
+        if self.missing:
+            return self.summary
+        if not self.gpu_pairs:
+            return "1 GPU" if self.matrix and len(self.matrix.gpus) == 1 else "no GPUs"
+        worst = self.worst_pcie or "?"
+        if not self.nvlink_pairs:
+            return f"PCIe · {worst}"
+        links = _links(self.min_nvlink, self.max_nvlink)
+        if self.all_nvlink:
+            return f"{links} · all {self.gpu_pairs}"
+        return f"{links} on {self.nvlink_pairs}/{self.gpu_pairs} · {worst}"
+
 
 def parse(parts: Mapping[str, Part]) -> Topology:
     topo_part = parts.get("topo")
@@ -102,9 +118,7 @@ def _summary(pairs: int, counts: list[int], worst: str | None, gpus: int) -> str
     if pairs == 0:
         return "single GPU: no GPU pairs"
     if len(counts) == pairs:
-        low, high = min(counts), max(counts)
-        links = f"NV{low}" if low == high else f"NV{low}..NV{high}"
-        return f"all {pairs} pairs {links}"
+        return f"all {pairs} pairs {_links(min(counts), max(counts))}"
     where = {
         "SYS": "SYS between sockets",
         "NODE": "NODE within a socket",
@@ -113,6 +127,10 @@ def _summary(pairs: int, counts: list[int], worst: str | None, gpus: int) -> str
     if not counts:
         return f"PCIe only: {where}"
     return f"NVLink on {len(counts)} of {pairs} pairs; others {where}"
+
+
+def _links(low: int | None, high: int | None) -> str:
+    return f"NV{low}" if low == high else f"NV{low}..NV{high}"
 
 
 def _fabric_states(text: str) -> tuple[str, ...]:
