@@ -25,9 +25,7 @@ from gpudash.fleet import Fleet
 from gpudash.headstart import HeadStart
 from gpudash.model import HostResult
 from gpudash.ui import keys
-from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.footer import Footer
-from gpudash.ui.help import HelpScreen
 from gpudash.ui.host_list import HostList
 from gpudash.ui.host_view import HostView
 from gpudash.ui.main_screen import MainScreen
@@ -198,6 +196,8 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
             self.notify(f"{skipped} host(s) still probing: left running", timeout=2)
 
     def action_fleet(self) -> None:
+        from gpudash.ui.fleet import FleetScreen  # on first use: not on the first frame's path
+
         if isinstance(self.screen, FleetScreen):
             self.screen.dismiss(None)
             return
@@ -244,6 +244,8 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.notify(f"saved {result.name} to {path}", timeout=4)
 
     def action_help(self) -> None:
+        from gpudash.ui.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

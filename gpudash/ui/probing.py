@@ -23,7 +23,6 @@ from typing import Any
 from textual.css.query import NoMatches
 
 from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
-from gpudash.ui.fleet import FleetScreen
 from gpudash.ui.fleet_rows import FleetRows
 from gpudash.ui.messages import ProbeEvent
 
@@ -53,6 +52,7 @@ class HeapSettler:
 
     def __init__(self, paused: bool = False) -> None:
         self.base = 0  # frozen objects right after the last full collection (0: none yet)
+        self.frozen = 0  # frozen objects right after the last settle
         self.pauses: list[tuple[str, float, int]] = []
         """Per settle: "start", "young" or "full", its seconds, the objects frozen after it."""
         self.paused = paused
@@ -67,24 +67,28 @@ class HeapSettler:
             self.paused = False
             gc.freeze()
             gc.enable()
-            self.base = gc.get_freeze_count()
+            self.base = self.frozen = gc.get_freeze_count()
 
     def settle(self) -> None:
         start = time.perf_counter()
-        kind = "young"
         if self.paused:
             kind = "start"
-            self.end_pause()
-        elif self.base and gc.get_freeze_count() > self.base * self.GROWTH:
+            self.paused = False
+            gc.enable()
+        elif self.base and self.frozen > self.base * self.GROWTH:
             kind = "full"
             gc.unfreeze()
             gc.collect()
         else:
+            kind = "young"
             gc.collect(1)
         gc.freeze()
+        # Counted once per settle: CPython walks the frozen list to count it (~20 ns an
+        # object on a 2-CPU VM, ~9 ms for the start-up heap); the next settle reads this.
+        self.frozen = gc.get_freeze_count()
         if kind != "young" or not self.base:
-            self.base = gc.get_freeze_count()
-        self.pauses.append((kind, time.perf_counter() - start, gc.get_freeze_count()))
+            self.base = self.frozen
+        self.pauses.append((kind, time.perf_counter() - start, self.frozen))
 
     def release(self) -> None:
         """Give the collector everything back (the app is closing; its process may not)."""
@@ -196,7 +200,7 @@ class ProbeRouting:
             host_list = self.host_list  # type: ignore[attr-defined]
         except NoMatches:  # the app is closing (a re-probe after a task ended late)
             return
-        fleets = [s for s in self.screen_stack if isinstance(s, FleetScreen)]  # type: ignore[attr-defined]
+        fleets = self._fleet_screens()
         rows = FleetRows.of(self)  # the fleet view opens on values made here
         for host in hosts:
             snapshot = self.results[host]
@@ -206,6 +210,14 @@ class ProbeRouting:
                 self.host_view.show(snapshot)  # type: ignore[attr-defined]
             for screen in fleets:
                 screen.update_host(snapshot)
+
+    def _fleet_screens(self) -> list[Any]:
+        stack = self.screen_stack  # type: ignore[attr-defined]
+        if len(stack) < 2:
+            return []  # the host screen alone (and the fleet module maybe not imported yet)
+        from gpudash.ui.fleet import FleetScreen
+
+        return [s for s in stack if isinstance(s, FleetScreen)]
 
     def _after_round(self, host: str) -> None:
         if self._quitting or host in self._busy:

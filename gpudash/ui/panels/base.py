@@ -35,7 +35,7 @@ class Panel(ScrollableContainer, can_focus=True):
     """A focusable, maximisable box for one section.
 
     Its first child, `.panel-text`, draws the placeholder, or the section's error line and
-    the section itself; a panel with widgets of its own (the GPU table) yields them from
+    the section itself; a panel with widgets of its own (the topology matrix) yields them from
     `compose_body`, below the text. One text widget, not one per part: each widget is
     mounted, styled and laid out on its own, and the seven panels' parts were ~40 % of the
     widgets the first frame builds."""
@@ -43,7 +43,7 @@ class Panel(ScrollableContainer, can_focus=True):
     ALLOW_MAXIMIZE = True
     SECTION: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"panel--error"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"panel--error", "panel--muted"}
     DEFAULT_CSS = """
     Panel {
         height: auto;
@@ -61,6 +61,7 @@ class Panel(ScrollableContainer, can_focus=True):
     Panel.-maximized { height: 1fr; max-height: 100%; }
     Panel > .panel-text.-muted { color: $text-muted; }
     Panel > .panel--error { color: $error; }
+    Panel > .panel--muted { color: $text-muted; }
     """
 
     def __init__(self, **kw: Any) -> None:

@@ -1,14 +1,21 @@
-"""The GPUs panel: one keyed row per GPU, cells updated in place when a re-probe lands."""
+"""The GPUs panel: a head line (count, shared architecture, driver, CUDA), a row per GPU in
+index order, and the parser's notes, drawn as one text.
+
+A `DataTable` held the rows before: a widget of its own with a header, a cursor and a
+scrollbar, styled and laid out apart from the panel, and ~8 % of the CPU the first screen
+costs. The rows have nothing to select; redrawing the panel's text on a re-probe is one
+update of one widget, so nothing flickers and the panel keeps its scroll position.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group, RenderableType
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.widgets import DataTable, Static
 
 from gpudash.model import SectionResult
+from gpudash.ui.grid import Column, Grid
 from gpudash.ui.host_state import short_gpu_name
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
@@ -25,11 +32,6 @@ COLUMNS = (
     ("mig", "MIG"),
     ("ecc", "ECC"),
 )
-
-
-def _pad(text: Text) -> Text:
-    """A cell with one space after it: the table runs with no cell padding to fit 80 cols."""
-    return text + Text(" ")
 
 
 def _pair(a: float | int | None, b: float | int | None) -> Text:
@@ -86,71 +88,47 @@ def cells(gpu: Any, with_arch: bool = True) -> dict[str, Text]:
         "mig": mig,
         "ecc": ecc_cell,
     }
-    return {k: _pad(v) for k, v in row.items()}
+    return row
+
+
+def table(gpus: tuple[Any, ...], with_arch: bool) -> Grid:
+    """The GPU rows under a bold header. On a narrow panel the name gives way, down to 12
+    cells ('RTX PRO 6000'), so that the columns right of it stay in view."""
+    grid = Grid(
+        *(
+            Column(Text(label, style="bold"), give="ellipsis", min_width=12)
+            if key == "name"
+            else Column(Text(label, style="bold"))
+            for key, label in COLUMNS
+        )
+    )
+    for gpu in sorted(gpus, key=lambda g: g.index):
+        grid.add_row(*cells(gpu, with_arch).values())
+    return grid
 
 
 class GpusPanel(Panel):
     SECTION = "gpus"
     TITLE = "GPUs"
-    DEFAULT_CSS = """
-    GpusPanel DataTable { height: auto; max-height: 100%; scrollbar-size: 0 0; }
-    """
-
-    def compose_body(self) -> ComposeResult:
-        table: DataTable[Text] = DataTable(
-            cursor_type="none", zebra_stripes=False, cell_padding=0, show_cursor=False
-        )
-        table.can_focus = False
-        yield table
-        yield Static("", classes="gpus-notes")
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(Text(label + " ", style="bold"), key=key)
-        self._rows: dict[str, dict[str, Text]] = {}
-        super().on_mount()
 
     def render_section(self, section: SectionResult) -> None:
         data = section.data
-        notes = self.query_one(".gpus-notes", Static)
-        archs = {g.arch for g in data.gpus if g.arch}  # an ERR! GPU has none: not a second arch
-        shared_arch = next(iter(archs)) if len(archs) == 1 else None
         if data.missing:
             self.draw(remote(data.missing, style="yellow"), muted=True)
-        else:
-            broken = [str(g.index) for g in data.gpus if g.error]
-            self.draw(
-                join(
-                    Text(f"{len(data.gpus)} GPU{'s' * (len(data.gpus) != 1)}"),
-                    remote(shared_arch) if shared_arch else "",
-                    Text.assemble("driver ", remote(data.driver_version)),
-                    Text.assemble("CUDA ", remote(data.cuda_version)),
-                    Text(f"ERR! on GPU {','.join(broken)}", style="bold red") if broken else "",
-                ),
-                muted=True,
-            )
-        table = self.query_one(DataTable)
-        table.display = bool(data.gpus)
-        self._update_rows(table, data.gpus, with_arch=shared_arch is None)
-        lines = [remote(n, style="dim") for n in data.notes]
-        notes.display = bool(lines)
-        notes.update(Text("\n").join(lines))
-
-    def _update_rows(self, table: DataTable[Text], gpus: tuple[Any, ...], with_arch: bool) -> None:
-        """Rows keyed by GPU index; only changed cells are written (no flicker, no jump)."""
-        wanted = {str(g.index): cells(g, with_arch) for g in gpus}
-        with self.app.batch_update():
-            for key in list(self._rows):
-                if key not in wanted:
-                    table.remove_row(key)
-                    del self._rows[key]
-            for key, row in wanted.items():
-                old = self._rows.get(key)
-                if old is None:
-                    table.add_row(*row.values(), key=key)
-                else:
-                    for col, value in row.items():
-                        if old.get(col) != value:
-                            table.update_cell(key, col, value, update_width=True)
-                self._rows[key] = row
+            return
+        archs = {g.arch for g in data.gpus if g.arch}  # an ERR! GPU has none: not a second arch
+        shared_arch = next(iter(archs)) if len(archs) == 1 else None
+        broken = [str(g.index) for g in data.gpus if g.error]
+        head = join(
+            Text(f"{len(data.gpus)} GPU{'s' * (len(data.gpus) != 1)}"),
+            remote(shared_arch) if shared_arch else "",
+            Text.assemble("driver ", remote(data.driver_version)),
+            Text.assemble("CUDA ", remote(data.cuda_version)),
+            Text(f"ERR! on GPU {','.join(broken)}", style="bold red") if broken else "",
+        )
+        head.stylize_before(self.get_component_rich_style("panel--muted"))
+        parts: list[RenderableType] = [head]
+        if data.gpus:
+            parts.append(table(data.gpus, with_arch=shared_arch is None))
+        parts.extend(remote(n, style="dim") for n in data.notes)
+        self.draw(Group(*parts))
