@@ -66,3 +66,44 @@ def test_the_app_binds_the_screen_keys_the_config_checks() -> None:
     for binding_id, (default, _) in {**ALWAYS_KEYS, **TASK_SCREEN_KEYS}.items():
         assert app[binding_id] == default
     assert key_name("?") == "question_mark" and key_name("u") == "u"
+
+
+FINDINGS_KEYS = """
+import asyncio, sys
+from gpudash.config import parse_config
+from gpudash.fleet import Fleet
+
+config = parse_config(sys.stdin.read(), "gpudash.toml")
+
+async def keys():
+    async for event in Fleet(config).probe():
+        if type(event).__name__ == "FindingsComputed":
+            return {f.fix_task: f.fix_key for f in event.findings if f.fix_task}
+
+print(sorted(asyncio.run(keys()).items()), "gpudash.tasks.spec" in sys.modules)
+"""
+
+
+def findings_keys(config: str) -> str:
+    """The fix keys of a replayed H200's findings (it lacks torch, uv and a venv), and
+    whether the task spec checker was imported, in a fresh interpreter."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    saved = Path(__file__).parent / "fixtures" / "saved" / "dgx-h200"
+    text = f'[hosts.h]\ntransport = "replay"\nreplay_dir = "{saved}"\n' + config
+    out = subprocess.run(
+        [sys.executable, "-c", FINDINGS_KEYS], input=text, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_findings_name_the_built_in_keys_without_loading_the_task_checker() -> None:
+    assert findings_keys("") == "[('torch', 't'), ('uv', 'u'), ('venv', 'v')] False"
+
+
+def test_findings_name_a_task_key_the_config_remaps() -> None:
+    shown = findings_keys('[tasks.torch]\nkey = "T"\n')
+    assert shown.startswith("[('torch', 'T'), ('uv', 'u'), ('venv', 'v')]")

@@ -17,14 +17,18 @@ FIX_TASKS = ("uv", "venv", "torch", "serving", "model")
 
 @cache
 def _builtin_keys() -> dict[str, str | None]:
-    from gpudash.tasks.spec import builtin_tables
+    from gpudash.tasks.builtin import builtin_tables
 
     return {name: table.get("key") for name, table in builtin_tables().items()}
 
 
 def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
     """task name -> its key, from `tasks` (Config.tasks: TaskSpec by name) or, when that is
-    empty (a config made without tasks, e.g. for --replay), the built-ins."""
-    if not tasks:
+    empty (a config made without tasks, e.g. for --replay) or the built-ins as they are
+    (`BuiltinTasks`, not checked yet: checking them costs more than reading their keys),
+    the built-in tables' keys."""
+    from gpudash.config_hosts import BuiltinTasks
+
+    if isinstance(tasks, BuiltinTasks) or not tasks:
         return dict(_builtin_keys())
     return {name: getattr(spec, "key", None) for name, spec in tasks.items()}

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from gpudash.config_lines import KeyPath, render_path
 from gpudash.config_schema import Invalid, Report, show, suggest, text, toml_type
+from gpudash.tasks.builtin import builtin_tables
 from gpudash.tasks.kinds import KINDS, Kind
 from gpudash.tasks.values import (
     PARAM_TYPES,
@@ -49,11 +48,6 @@ from gpudash.tasks.values import (
     shell,
     task_name,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from gpudash.config import HostConfig
@@ -122,11 +116,6 @@ class TaskSpecError(ValueError):
         self.problems = problems
         lines = [f"{render_path(path)}: {message}" for path, message in problems]
         super().__init__("\n".join(lines))
-
-
-def builtin_tables() -> dict[str, dict[str, Any]]:
-    data = resources.files("gpudash.tasks").joinpath("builtin.toml").read_text()
-    return tomllib.loads(data)["tasks"]
 
 
 def _merge(base: Mapping[str, Any] | None, own: Mapping[str, Any]) -> dict[str, Any]:
