@@ -35,13 +35,6 @@ here = HostConfig(name="here", transport="local", address="localhost",
                   network_targets=("http://127.0.0.1:9/",))
 config = Config(None, (here,))
 
-def reaped(pid):
-    try:
-        os.waitpid(pid, os.WNOHANG)
-        return False
-    except ChildProcessError:
-        return True
-
 def summary(fleet, events):
     result = fleet.results["here"]
     return {
@@ -83,13 +76,6 @@ def sleeping(marker: str) -> list[str]:
     return [line for line in out.splitlines() if f"sleep {marker}" in line]
 
 
-def assert_none_left(marker: str, within: float = 5.0) -> None:
-    deadline = time.monotonic() + within
-    while sleeping(marker):
-        assert time.monotonic() < deadline, f"left running: {sleeping(marker)}"
-        time.sleep(0.05)
-
-
 def hang_nvidia_smi(tools: Path, marker: str) -> None:
     smi = tools / "nvidia-smi"
     smi.write_text(f"#!/bin/sh\nexec sleep {marker}\n")
@@ -105,10 +91,15 @@ def test_a_forked_round_gives_what_a_round_in_the_app_gives(tools: Path) -> None
             assert ForkedRound.start(config, "here") is None  # never under a running loop
             fleet = Fleet(config)
             events = [e async for e in follow(fleet, forked)]
+            try:
+                os.waitpid(forked.pid, os.WNOHANG)
+                reaped = False
+            except ChildProcessError:
+                reaped = True
             here = Fleet(config)
             local = [e async for e in here.probe(["here"])]
             seen = {"forked": summary(fleet, events), "here": summary(here, local),
-                    "reaped": reaped(forked.pid)}
+                    "reaped": reaped}
             await here.close()
             return seen
         print(json.dumps(asyncio.run(main())))
@@ -166,15 +157,22 @@ def test_stopping_the_head_start_stops_the_child_and_its_script(tools: Path) -> 
             started = time.monotonic()
             await head_start.close()
             took = time.monotonic() - started
-            return {{"took": took, "reaped": reaped(forked.pid),
-                     "probed_here": bool(fleet._transports)}}
+            try:
+                os.waitpid(forked.pid, os.WNOHANG)
+                alive = True
+            except ChildProcessError:
+                alive = False
+            return {{"took": took, "child_alive": alive, "probed_here": bool(fleet._transports)}}
         print(json.dumps(asyncio.run(main())))
         """,
         tools,
     )
-    assert seen["took"] < 1.0 and seen["reaped"] is True
+    assert seen["took"] < 1.0 and seen["child_alive"] is False
     assert seen["probed_here"] is False  # the sleeper was the child's
-    assert_none_left(marker)
+    deadline = time.monotonic() + 5
+    while sleeping(marker):
+        assert time.monotonic() < deadline, f"left running: {sleeping(marker)}"
+        time.sleep(0.05)
 
 
 def test_a_head_start_closed_before_its_first_step_still_stops_the_child(tools: Path) -> None:
@@ -187,13 +185,21 @@ def test_a_head_start_closed_before_its_first_step_still_stops_the_child(tools: 
             fleet = Fleet(config)
             head_start = HeadStart(fleet, [], forked)
             await head_start.close()  # the app quit at once: its pump never ran
-            return {"reaped": reaped(forked.pid)}
+            await asyncio.sleep(0.5)
+            try:
+                os.waitpid(forked.pid, os.WNOHANG)
+                return {"child_alive": True}
+            except ChildProcessError:
+                return {"child_alive": False}
         print(json.dumps(asyncio.run(main())))
         """,
         tools,
     )
-    assert seen["reaped"] is True
-    assert_none_left(marker)
+    assert seen["child_alive"] is False
+    deadline = time.monotonic() + 5
+    while sleeping(marker):
+        assert time.monotonic() < deadline, f"left running: {sleeping(marker)}"
+        time.sleep(0.05)
 
 
 def test_a_killed_app_takes_its_child_and_script_with_it(tools: Path) -> None:
@@ -266,6 +272,9 @@ def test_gpudash_in_tmux_shows_the_forked_local_round_and_quits_clean(
         while Path(f"/proc/{app_pid}").exists():
             assert time.monotonic() < deadline, "the app did not quit within 1 s"
             time.sleep(0.02)
-        assert_none_left(marker)
+        deadline = time.monotonic() + 5
+        while sleeping(marker):
+            assert time.monotonic() < deadline, f"left running: {sleeping(marker)}"
+            time.sleep(0.05)
     finally:
         tmux("kill-server")
