@@ -79,9 +79,8 @@ class ForkedRound:
         """The child's events as they come; ends when the child closes the pipe."""
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
-        pipe, self._read_fd = os.fdopen(self._read_fd, "rb", 0), -1  # the transport's now
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), pipe
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self._read_fd, "rb", 0)
         )
         try:
             while True:
@@ -97,9 +96,6 @@ class ForkedRound:
 
     async def close(self) -> None:
         """Stop the child (if it still runs) and reap it, within about half a second."""
-        if self._read_fd >= 0:  # never read: nobody else will close it
-            os.close(self._read_fd)
-            self._read_fd = -1
         if self._reaped:
             return
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -164,9 +160,7 @@ async def _probe(config: Config, host: str, write_fd: int) -> None:
 
     task = asyncio.current_task()
     assert task is not None
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # close(), or the terminal went away
-        loop.add_signal_handler(sig, task.cancel)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     fleet = Fleet(config, findings=False)  # the parent computes them, with its own peers
     with os.fdopen(write_fd, "wb", 0) as out:
         try:
