@@ -57,13 +57,9 @@ class ForkedRound:
 
     @classmethod
     def start(cls, config: Config, host: str) -> ForkedRound | None:
-        """Fork the child for `host`'s round; None where forking is not safe or possible:
-        no `fork`, threads running (a forked child holds only the forking thread), or an
-        event loop running (the child's own would be refused)."""
+        """Fork the child for `host`'s round; None where forking is not safe or possible
+        (no `fork`, or threads running: a forked child holds only the forking thread)."""
         if not hasattr(os, "fork") or threading.active_count() != 1:
-            return None
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop()
             return None
         read_fd, write_fd = os.pipe()
         sys.stdout.flush()

@@ -66,7 +66,6 @@ class HeadStart:
         self._queues: dict[str, asyncio.Queue[object]] = {}
         self._pumps: dict[str, asyncio.Task[None]] = {}
         self._probing: dict[str, asyncio.Event] = {}
-        self._forked = forked
         local = {h.name for h in fleet.config.hosts if h.transport == "local"}
         for name in dict.fromkeys([*names, *([forked.host] if forked else [])]):
             queue: asyncio.Queue[object] = asyncio.Queue()
@@ -132,8 +131,6 @@ class HeadStart:
         pumps, self._pumps = list(self._pumps.values()), {}
         for pump in pumps:
             await _stop(pump)
-        if self._forked is not None:
-            await self._forked.close()  # a pump cancelled before it ran never stopped it
 
 
 async def _stop(task: asyncio.Task[None]) -> None:
