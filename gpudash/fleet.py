@@ -105,14 +105,7 @@ class Fleet:
                 yield ProbeFinished(host.name, time.monotonic() - start)
 
         self._round = self.hosts(names)
-        async for event in self.adopt(merge(one(h) for h in self._round)):
-            yield event
-
-    async def adopt(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-        """Follow a round's events: each recorded, each host's findings after its end.
-        `probe` follows its own rounds so; a round run in another process (`ForkedRound`)
-        is adopted so, and the fleet knows its result as if it had run it."""
-        async for event in events:
+        async for event in merge(one(h) for h in self._round):
             self._record(event)
             yield event
             if isinstance(event, ProbeFinished) and self._findings:

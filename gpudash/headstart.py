@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Iterable
 
 from gpudash.config import Config
 from gpudash.fleet import Fleet
-from gpudash.forked import ENV_KNOB, ForkedRound, follow
 from gpudash.model import Event, HostState, HostStateChanged
 
 _END = object()
@@ -34,57 +33,32 @@ def head_start_hosts(config: Config, cpus: int | None = None) -> list[str]:
     cores that made the first frame ~300 ms later and the panels no sooner (bench/bench_app.py);
     on a GPU server's dozens of cores the probe's processes run beside the import instead.
     """
-    return [h.name for h in config.hosts if h.transport != "local" or local_head_start(cpus)]
-
-
-def local_head_start(cpus: int | None = None) -> bool:
-    """Whether the local host's first round begins with the remote ones: from SPARE_CPUS
-    on, or always with `GPUDASH_FORK_LOCAL=1`."""
-    if os.environ.get(ENV_KNOB) == "1":
-        return True
     if cpus is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    return cpus >= SPARE_CPUS
-
-
-def fork_local(config: Config, names: Iterable[str]) -> ForkedRound | None:
-    """Start the local host's head-start round in a child process (`gpudash.forked`), if
-    it is among `names` and `GPUDASH_FORK_LOCAL` is not `0`; call before the event loop
-    exists. None: run it here."""
-    if os.environ.get(ENV_KNOB) == "0":
-        return None
-    local = [h.name for h in config.hosts if h.transport == "local" and h.name in set(names)]
-    return ForkedRound.start(config, local[0]) if len(local) == 1 else None
+    local_too = cpus >= SPARE_CPUS
+    return [h.name for h in config.hosts if local_too or h.transport != "local"]
 
 
 class HeadStart:
-    def __init__(
-        self, fleet: Fleet, names: Iterable[str], forked: ForkedRound | None = None
-    ) -> None:
-        """`forked`: one host's round already running in a child process (the local host's,
-        `fork_local`), taken over instead of probing that host here."""
+    def __init__(self, fleet: Fleet, names: Iterable[str]) -> None:
         self._queues: dict[str, asyncio.Queue[object]] = {}
         self._pumps: dict[str, asyncio.Task[None]] = {}
         self._probing: dict[str, asyncio.Event] = {}
         local = {h.name for h in fleet.config.hosts if h.transport == "local"}
-        for name in dict.fromkeys([*names, *([forked.host] if forked else [])]):
+        for name in names:
             queue: asyncio.Queue[object] = asyncio.Queue()
             self._queues[name] = queue
             probing = asyncio.Event()
-            if forked is not None and name == forked.host:
-                events = follow(fleet, forked)  # its Python work is the child's: no wait
-            else:
-                events = fleet.probe([name])
-                if name in local:
-                    self._probing[name] = probing
-            self._pumps[name] = asyncio.ensure_future(self._pump(events, queue, probing))
+            if name in local:
+                self._probing[name] = probing
+            self._pumps[name] = asyncio.ensure_future(self._pump(fleet, name, queue, probing))
 
     @staticmethod
     async def _pump(
-        events: AsyncIterator[Event], queue: asyncio.Queue[object], probing: asyncio.Event
+        fleet: Fleet, name: str, queue: asyncio.Queue[object], probing: asyncio.Event
     ) -> None:
         try:
-            async for event in events:
+            async for event in fleet.probe([name]):
                 queue.put_nowait(event)
                 if isinstance(event, HostStateChanged) and event.state is HostState.PROBING:
                     probing.set()  # the next step of this loop starts the host's script

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from gpudash.config import Config
-    from gpudash.forked import ForkedRound
 
 
 def create_app(config: Config, **kw: Any) -> App[int]:
@@ -30,33 +29,24 @@ def run_app(config: Config) -> int:
 
     The cyclic collector is off from here until the first probe rounds settle
     (`HeapSettler.paused`): start-up allocates what the app keeps, and collecting it
-    repeatedly cost ~0.1 s of a small machine's first second. The local host's first
-    round is forked off here, before the event loop and any thread exist (`fork_local`)."""
-    from gpudash.headstart import fork_local, head_start_hosts
-
-    names = head_start_hosts(config)
-    forked = fork_local(config, names)
+    repeatedly cost ~0.1 s of a small machine's first second."""
     paused = gc.isenabled()
     gc.disable()
     try:
-        return asyncio.run(_run(config, names, forked, gc_paused=paused))
+        return asyncio.run(_run(config, gc_paused=paused))
     finally:
-        if forked is not None:
-            forked.abandon()  # a no-op once the head start has stopped and reaped it
         if paused:
             gc.enable()
 
 
-async def _run(
-    config: Config, names: list[str], forked: ForkedRound | None, gc_paused: bool = False
-) -> int:
-    """Begin the first probe rounds, then import Textual and build the screen while the
-    hosts answer."""
+async def _run(config: Config, gc_paused: bool = False) -> int:
+    """Begin the first probe rounds (`head_start_hosts`), then import Textual and build the
+    screen while the hosts answer."""
     from gpudash.fleet import Fleet
-    from gpudash.headstart import HeadStart
+    from gpudash.headstart import HeadStart, head_start_hosts
 
     fleet = Fleet(config)
-    head_start = HeadStart(fleet, names, forked)
+    head_start = HeadStart(fleet, head_start_hosts(config))
     try:
         await head_start.local_started()
         await asyncio.to_thread(importlib.import_module, "gpudash.ui.app")
