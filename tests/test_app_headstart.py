@@ -140,8 +140,13 @@ async def test_the_screen_waits_until_the_local_script_runs_and_never_longer_tha
         assert not any("/bin/sh" in c or "sh -s" in c for c in children())
         started = time.monotonic()
         await head_start.local_started(timeout=10)
-        assert any("/bin/sh -s" in c for c in children()), children()
         assert time.monotonic() - started < 10  # the silent remote host was not waited for
+        # The spawn is the pump's next step: done by now, bar a loaded machine's scheduling
+        # (a CI run once found it a step behind), so allow it a moment, not the bound.
+        deadline = time.monotonic() + 1.0
+        while not any("/bin/sh -s" in c for c in children()):
+            assert time.monotonic() < deadline, children()
+            await asyncio.sleep(0.01)
     finally:
         await head_start.close()
         await fleet.close()
