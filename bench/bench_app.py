@@ -10,8 +10,8 @@ Prints one table:
                      (tests/sshd.py, the H200 capture as its GPU tools)
   headless           `gpudash probe` of that host, timed twice: in a pane like the app
                      (started by tmux, its end seen by the same polling: the gap is taken
-                     against this one, so the harness's own cost, ~20-45 ms of starting a
-                     tmux server and polling it, is on both sides), and as a plain
+                     against this one, so the harness's own cost, 40-48 ms on the 2-vCPU VM
+                     for a command that prints at once, is on both sides), and as a plain
                      subprocess (no harness at all)
   idle CPU           CPU use of the app with 20 hosts settled and no refresh, over 5 s
   bare Textual       the baseline: start to first frame of a Textual app of one line and a
@@ -118,16 +118,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def bare_frame(root: Path) -> float:
-    """Start to first frame of BARE_APP (written to `root`)."""
-    script = root / "bare.py"
-    script.write_text(BARE_APP)
+def time_in_pane(root: Path, command: str, seen: str) -> float:
+    """Start of `command` in a new pane (its tmux server's socket in `root`) to `seen` on
+    its screen."""
+    root.mkdir(parents=True, exist_ok=True)
     pane = Pane(root)
-    t0 = pane.start_command(f"{sys.executable} {script}")
+    t0 = pane.start_command(command)
     try:
-        return pane.wait(lambda s: "loopback" in s) - t0
+        return pane.wait(lambda s: seen in s) - t0
     finally:
         pane.stop()
+
+
+def bare_frame(root: Path) -> float:
+    """Start to first frame of BARE_APP (written to `root`)."""
+    root.mkdir(parents=True, exist_ok=True)
+    script = root / "bare.py"
+    script.write_text(BARE_APP)
+    return time_in_pane(root, f"{sys.executable} {script}", "loopback")
 
 
 HEADLESS_DONE = "headless-probe-done"
@@ -142,7 +150,6 @@ def fill_times(
     root.mkdir()
     first, filled, in_pane, headless = [], [], [], []
     for i in range(runs):
-        (root / f"bare{i}").mkdir()
         bare.append(bare_frame(root / f"bare{i}"))
         pane = Pane(root / f"r{i}")
         pane.sock.parent.mkdir()
@@ -150,13 +157,8 @@ def fill_times(
         first.append(pane.wait(lambda s: "loopback" in s) - t0)
         filled.append(pane.wait(lambda s: "ready" in s and "waiting for" not in s) - t0)
         pane.stop()
-        pane = Pane(root / f"h{i}")
-        pane.sock.parent.mkdir()
-        t0 = pane.start_command(
-            f"{GPUDASH} --config {config} probe >/dev/null; echo {HEADLESS_DONE}; sleep 60"
-        )
-        in_pane.append(pane.wait(lambda s: HEADLESS_DONE in s) - t0)
-        pane.stop()
+        probe = f"{GPUDASH} --config {config} probe >/dev/null; echo {HEADLESS_DONE}; sleep 60"
+        in_pane.append(time_in_pane(root / f"h{i}", probe, HEADLESS_DONE))
         t0 = time.perf_counter()
         subprocess.run(
             [str(GPUDASH), "--config", str(config), "probe"], capture_output=True, env=ENV

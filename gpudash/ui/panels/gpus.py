@@ -103,7 +103,8 @@ def table(gpus: tuple[Any, ...], with_arch: bool) -> Grid:
         )
     )
     for gpu in sorted(gpus, key=lambda g: g.index):
-        grid.add_row(*cells(gpu, with_arch).values())
+        row = cells(gpu, with_arch)
+        grid.add_row(*(row[key] for key, _ in COLUMNS))
     return grid
 
 
