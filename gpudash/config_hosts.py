@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 from gpudash.config_lines import KeyPath, render_path
 from gpudash.config_schema import (
@@ -72,6 +73,19 @@ class BuiltinTasks(Mapping[str, object]):
 
     def __len__(self) -> int:
         return len(self._loaded())
+
+    def keys_by_task(self) -> dict[str, str | None]:
+        """Each task's key, without checking the specs: the first findings want only these,
+        and the check costs more than reading them."""
+        return dict(builtin_task_keys())
+
+
+@cache
+def builtin_task_keys() -> Mapping[str, str | None]:
+    """Each built-in task's key, as builtin.toml writes it."""
+    from gpudash.tasks.builtin import builtin_tables
+
+    return {name: table.get("key") for name, table in builtin_tables().items()}
 
 
 def _builtin_problem(path: KeyPath, message: str) -> None:

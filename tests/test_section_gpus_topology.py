@@ -51,6 +51,14 @@ def test_without_nvidia_smi_the_section_says_not_found_instead_of_failing():
     missing = Part("query", 127, "nvidia-smi: not found")
     result = gpus.parse({"query": missing, "smi": Part("smi", 127, "nvidia-smi: not found")})
     assert result.missing == "nvidia-smi: not found" and result.gpus == ()
+    assert result.no_smi  # the host list says "no nvidia-smi" from this, not from the text
+
+
+def test_an_nvml_failure_is_missing_gpus_but_not_a_missing_nvidia_smi():
+    text = '{"error": "NVML: Driver/library version mismatch (nvidia-smi: not found)"}'
+    result = gpus.parse({"nvml": Part("nvml", 0, text)})
+    assert result.missing and result.gpus == ()
+    assert not result.no_smi
 
 
 def test_a_failed_query_falls_back_to_the_table_and_infers_cc_from_the_name():

@@ -8,27 +8,23 @@ task's key sees the new key in every finding.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
 # The tasks findings may name (all built-ins of gpudash/tasks/builtin.toml).
 FIX_TASKS = ("uv", "venv", "torch", "serving", "model")
 
 
-@cache
-def _builtin_keys() -> dict[str, str | None]:
-    from gpudash.tasks.builtin import builtin_tables
-
-    return {name: table.get("key") for name, table in builtin_tables().items()}
-
-
 def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
-    """task name -> its key, from `tasks` (Config.tasks: TaskSpec by name) or, when that is
-    empty (a config made without tasks, e.g. for --replay) or the built-ins as they are
-    (`BuiltinTasks`, not checked yet: checking them costs more than reading their keys),
-    the built-in tables' keys."""
-    from gpudash.config_hosts import BuiltinTasks
+    """task name -> its key, from `tasks` (Config.tasks: TaskSpec by name).
 
-    if isinstance(tasks, BuiltinTasks) or not tasks:
-        return dict(_builtin_keys())
+    A mapping that can name its keys without building its specs (`keys_by_task`: the
+    built-ins, unchecked until used) is asked for them; an empty one (a config made without
+    tasks, e.g. for --replay) stands for the built-ins."""
+    keys_by_task = getattr(tasks, "keys_by_task", None)
+    if keys_by_task is not None:
+        return dict(keys_by_task())
+    if not tasks:
+        from gpudash.config_hosts import builtin_task_keys
+
+        return dict(builtin_task_keys())
     return {name: getattr(spec, "key", None) for name, spec in tasks.items()}

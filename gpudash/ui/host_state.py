@@ -133,10 +133,10 @@ def gpu_summary(result: HostResult) -> Text | None:
     data = result.data("gpus")
     if data is None:
         return None
+    if getattr(data, "no_smi", False):
+        return Text("no nvidia-smi", style="dim")  # the row's room; the panel says more
     missing = getattr(data, "missing", None)
     if missing:
-        if "nvidia-smi" in missing and missing.endswith("not found"):
-            return Text("no nvidia-smi", style="dim")  # the row's room; the panel says more
         return remote(missing, style="dim")
     gpus = getattr(data, "gpus", ())
     if not gpus:

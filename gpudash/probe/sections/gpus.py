@@ -78,6 +78,8 @@ class GpuProcess:
 class Gpus:
     source: str  # "nvml", "nvidia-smi" or "none"
     missing: str | None = None  # e.g. "nvidia-smi: not found"
+    no_smi: bool = False
+    """`missing` is because there is no nvidia-smi to run: a short fact a list can show."""
     driver_version: str | None = None
     cuda_version: str | None = None
     gpus: tuple[Gpu, ...] = ()
@@ -96,7 +98,7 @@ def parse(parts: Mapping[str, Part]) -> Gpus:
     query, smi = parts.get("query"), parts.get("smi")
     text = query.text if query else ""
     if "not found" in text and text.strip().endswith("not found"):
-        return Gpus("none", missing=clean_line(text.strip()))
+        return Gpus("none", missing=clean_line(text.strip()), no_smi="nvidia-smi" in text)
     table = parse_smi(smi.text) if smi else None
     rows = parse_query(text).rows if query and query.ok else ()
     gpus = _from_query(rows)
