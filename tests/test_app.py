@@ -214,8 +214,11 @@ async def test_slash_filters_hosts_by_name_or_tag_and_escape_clears_it() -> None
     app = create_app(Config(None, hosts))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
+        assert not app.query(Input)  # made on first use: not on the first frame's path
         await pilot.press("slash")
         assert isinstance(app.focused, Input)
+        box = app.query_one(Input)
+        assert box.region.bottom <= app.query_one(HostList).region.y  # above the hosts
         await pilot.press(*"a40")
         await until(pilot, lambda: app.query_one(HostList).visible == ["pcie-a40"])
         assert app.selected == "pcie-a40"
@@ -226,6 +229,9 @@ async def test_slash_filters_hosts_by_name_or_tag_and_escape_clears_it() -> None
         await until(pilot, lambda: len(app.query_one(HostList).visible) == 3)
         assert not app.query_one(Input).display
         assert isinstance(app.focused, HostList)
+        await pilot.press("slash")  # the same box again, empty
+        assert app.focused is box and box.display and box.value == ""
+        assert len(app.query(Input)) == 1
 
 
 # ---- keys ----------------------------------------------------------------------------------

@@ -100,7 +100,6 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="sidebar"):
-                yield Input(placeholder="filter: name or tag", id="filter", compact=True)
                 yield HostList(self.config.hosts, self.results, id="hosts")
             yield HostView(id="host-view")
         yield Footer(compact=True)
@@ -110,7 +109,6 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         remap = getattr(self.config, "keys", None) or {}
         if remap:
             self.set_keymap(keys.keymap(dict(remap)))
-        self.query_one("#filter", Input).display = False
         self._show_selected()
         self.query_one(HostList).focus()
         if self.heap.paused:
@@ -143,8 +141,17 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.selected = name
         self._show_selected()
 
-    def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+    @property
+    def filter_box(self) -> Input | None:
+        """The filter's input, once `/` has made it (not on the first frame's path)."""
+        found = self.screen_stack[0].query("#filter")
+        return found.first(Input) if found else None
+
+    async def action_filter(self) -> None:
+        box = self.filter_box
+        if box is None:
+            box = Input(placeholder="filter: name or tag", id="filter", compact=True)
+            await self.screen_stack[0].query_one("#sidebar").mount(box, before=self.host_list)
         box.display = True
         box.focus()
 
@@ -161,10 +168,10 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.host_list.focus()
 
     def key_escape(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self.filter_box
         if self.screen.maximized is not None:
             self.screen.minimize()
-        elif box.display:
+        elif box is not None and box.display:
             box.value = ""
             box.display = False
             self.host_list.set_filter("")
