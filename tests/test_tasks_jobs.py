@@ -7,8 +7,6 @@ flock, and the checks read the host's own files and `ps`.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import os
 import pwd
 import shutil
@@ -16,12 +14,12 @@ import stat
 import subprocess
 import sys
 import uuid
-import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sshd import FakeHost, Sshd
+from wheels import make_wheel, uv_path
 
 from gpudash.tasks import job_scripts, jobs
 from gpudash.tasks.events import (
@@ -258,44 +256,21 @@ async def test_a_check_that_passes_skips_the_task(
 # --- a real uv venv and a real install -----------------------------------------------------------
 
 
-def _uv() -> str:
-    found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    if found is None:
-        pytest.fail("uv not installed: pip install -e '.[test]' installs it")
-    return found
-
-
 def _tiny_wheel(where: Path) -> Path:
-    """A throwaway package written as a wheel here and now (a wheel is a zip with a
-    dist-info: METADATA, WHEEL, RECORD with hashes): no index, no network, no build deps."""
-    files = {
-        "gpudash_tinypkg/__init__.py": b"VALUE = 'tiny and real'\n",
-        "gpudash_tinypkg-0.1.dist-info/METADATA": (
-            b"Metadata-Version: 2.1\nName: gpudash-tinypkg\nVersion: 0.1\n"
-        ),
-        "gpudash_tinypkg-0.1.dist-info/WHEEL": (
-            b"Wheel-Version: 1.0\nGenerator: gpudash-tests\nRoot-Is-Purelib: true\n"
-            b"Tag: py3-none-any\n"
-        ),
-    }
-    record = []
-    for name, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={digest},{len(data)}")
-    record.append("gpudash_tinypkg-0.1.dist-info/RECORD,,")
-    files["gpudash_tinypkg-0.1.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
-    wheels = where / "wheels"
-    wheels.mkdir()
-    with zipfile.ZipFile(wheels / "gpudash_tinypkg-0.1-py3-none-any.whl", "w") as whl:
-        for name, data in files.items():
-            whl.writestr(name, data)
-    return wheels
+    """A throwaway package as a wheel in a folder of its own (`--find-links`)."""
+    wheel = make_wheel(
+        where / "wheels",
+        "gpudash-tinypkg",
+        "0.1",
+        {"gpudash_tinypkg/__init__.py": "VALUE = 'tiny and real'\n"},
+    )
+    return wheel.parent
 
 
 async def test_a_real_uv_venv_and_a_real_install_into_it(
     sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool, tmp_path: Path
 ):
-    (fake_host.bin_dir / "uv").symlink_to(_uv())
+    (fake_host.bin_dir / "uv").symlink_to(uv_path())
     wheels = _tiny_wheel(tmp_path)
     specs = load_tasks(
         {
