@@ -128,6 +128,25 @@ def test_models_sees_a_hub_shard_whose_blob_is_missing_and_partial_downloads(
     assert (model.complete, model.missing, model.partial_downloads) == (False, (SHARDS[2],), 1)
 
 
+def test_a_hub_entry_of_refs_alone_is_no_model_but_one_with_blobs_is_a_begun_download(
+    tmp_path: Path,
+) -> None:
+    """`hf download --local-dir` leaves models--ORG--NAME/refs/main in the hub cache: that is
+    not an incomplete model (it was reported as one, with a warning, beside the whole model
+    in the local dir). An entry whose blobs exist but no snapshot does is a download begun."""
+    hub = tmp_path / ".cache" / "huggingface" / "hub"
+    refs = hub / "models--org--elsewhere" / "refs"
+    refs.mkdir(parents=True)
+    (refs / "main").write_text("0123456789abcdef0123456789abcdef01234567")
+    begun = hub / "models--org--begun" / "blobs"
+    begun.mkdir(parents=True)
+    (begun / "cafe.incomplete").write_bytes(b"half")
+    _, result = run_section(models, _env(tmp_path))
+    assert isinstance(result, models.Models)
+    (model,) = result.dirs[2].models
+    assert (model.name, model.complete) == ("org/begun", False)
+
+
 def test_models_caps_the_list_of_missing_shards_but_counts_them_all(tmp_path: Path) -> None:
     shards = [f"model-{i:05d}-of-00030.safetensors" for i in range(1, 31)]
     _model(tmp_path / "models" / "Huge", shards, present=[])

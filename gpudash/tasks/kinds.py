@@ -174,10 +174,17 @@ info = HfApi().model_info(
 )
 print(sum(s.size or 0 for s in info.siblings or ()))
 ') || { echo "gpudash: could not read the size of $GPUDASH_REPO from the Hub"; exit 1; }
-have=$(du -sk "$DEST" 2>/dev/null | awk '{print $1 * 1024}')
-free=$(df -Pk "$DEST" | awk 'NR == 2 {print $4 * 1024}')
-echo "repo size $need bytes, already here ${have:-0}, free $free"
-if [ $((need - ${have:-0})) -gt "$free" ]; then
+# Sizes in KiB as the tools print them, multiplied by the shell: awk's arithmetic prints
+# numbers past 2^31 as 8.5e+10 (mawk, Debian's awk), which `[ -gt ]` cannot compare.
+have_k=$(du -sk "$DEST" 2>/dev/null | awk '{print $1}')
+free_k=$(df -Pk "$DEST" | awk 'NR == 2 {print $4}')
+case "${have_k:-0}${free_k:-x}" in
+    *[!0-9]*) echo "gpudash: cannot read the free space of $DEST (df printed: $free_k)"; exit 1 ;;
+esac
+have=$(( ${have_k:-0} * 1024 ))
+free=$(( free_k * 1024 ))
+echo "repo size $need bytes, already here $have, free $free"
+if [ $((need - have)) -gt "$free" ]; then
     gib=1073741824
     echo "gpudash: not enough space in $GPUDASH_DIR:" \
         "need $((need / gib)) GiB, free $((free / gib)) GiB"

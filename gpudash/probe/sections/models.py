@@ -82,7 +82,14 @@ gd_dir() {
       datasets--*|spaces--*) ;;
       models--*)
         _s=0; for s in "$e"/snapshots/*; do [ -d "$s" ] && _s=$((_s + 1)); done
-        if [ "$_s" -eq 0 ]; then printf 'model\t%s\t%s\nnosnapshot\t1\n' "$b" "$e"; continue; fi
+        if [ "$_s" -eq 0 ]; then
+          # No snapshot and no blob: the Hub client's note of a revision (refs/, which
+          # `hf download --local-dir` writes too), not a download. With blobs: one begun.
+          for f in "$e"/blobs/*; do
+            [ -e "$f" ] && { printf 'model\t%s\t%s\nnosnapshot\t1\n' "$b" "$e"; break; }
+          done
+          continue
+        fi
         _inc=0; for f in "$e"/blobs/*.incomplete; do [ -e "$f" ] && _inc=$((_inc + 1)); done
         for s in "$e"/snapshots/*; do
           [ -d "$s" ] || continue
