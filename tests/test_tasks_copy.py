@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from sshd import FakeHost, Sshd
 from test_tasks_cli import write_config
 
 from gpudash.config import ConfigError, parse_config
+from gpudash.tasks import copy_scripts
 from gpudash.tasks.copy_task import run_copy
 from gpudash.tasks.events import (
     TaskBlocked,
@@ -615,3 +617,48 @@ def test_ctrl_c_in_gpudash_run_stops_both_ends(
         time.sleep(0.1)
     assert copy_leftovers(fake_hosts[:2]) == []
     assert list(fake_hosts[1].home.iterdir()) == []
+
+
+# --- the archive size the source announces, past 2 GiB ------------------------------------
+
+
+@pytest.mark.parametrize("awk", ["system", "busybox"])
+def test_the_source_announces_archives_past_2_gib_at_their_size(tmp_path: Path, awk: str):
+    """The progress line's total (`copied X / TOTAL`) comes from the source's estimate; mawk
+    (Debian's awk) printed it clamped to 2 GiB and busybox awk negative, for any venv or model
+    bigger than that."""
+    path = "/usr/local/bin:/usr/bin:/bin"
+    if awk == "busybox":
+        busybox = shutil.which("busybox")
+        if busybox is None:
+            pytest.fail("busybox is not installed (.ci/run installs it)")
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "awk").symlink_to(busybox)
+        path = f"{tmp_path / 'bin'}:{path}"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    with open(tree / "weights.bin", "wb") as f:
+        f.truncate(3 << 30)  # sparse: 3 GiB to find and tar, no room on disk
+    (tree / "config.json").write_text("{}\n")
+    script = copy_scripts.script(
+        copy_scripts.SOURCE, {"GPUDASH_PATH": str(tree), "GPUDASH_MARK": "MARK"}
+    )
+    proc = subprocess.Popen(
+        ["/bin/sh", "-s"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={"PATH": path, "HOME": str(tmp_path)},
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(script.encode())
+        proc.stdin.close()
+        header = proc.stdout.readline().decode().split()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    files, size = int(header[header.index("files") + 1]), int(header[header.index("files") + 2])
+    entries = 512 + (3 << 30) + 512 + 512  # two headers, the data padded to 512
+    assert files == 2
+    assert size == (entries + 1536 + 10239) // 10240 * 10240

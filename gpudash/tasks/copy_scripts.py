@@ -35,11 +35,13 @@ command -v tar >/dev/null 2>&1 || fail "tar is not installed on the source host"
 cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
 E=$(mktemp "${TMPDIR:-/tmp}/gpudash-copy.XXXXXX") || fail "mktemp failed on the source host"
 # The archive's size, for progress: a 512-byte header per entry (and for ./), data padded
-# to 512, two zero blocks at the end, all padded to tar's 10 KiB records.
+# to 512, two zero blocks at the end, all padded to tar's 10 KiB records. Printed with %.0f:
+# mawk (Debian's awk) clamps %d at 2^31-1 and busybox awk wraps it negative; doubles are
+# exact to 2^53 bytes.
 N=$(find . -mindepth 1 -printf '%y %s\\n' 2>/dev/null | awk '
     $1 == "f" { n++; s += 512 + int(($2 + 511) / 512) * 512; next }
     { s += 512 }
-    END { printf "%d %d", n, int((s + 1536 + 10239) / 10240) * 10240 }')
+    END { printf "%.0f %.0f", n, int((s + 1536 + 10239) / 10240) * 10240 }')
 printf '%s pgid %s files %s err %s\\n' "$GPUDASH_MARK" "$G" "$N" "$E"
 exec tar -cf - . 2>"$E"
 """
