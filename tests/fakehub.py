@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlparse
+
+from loopback_http import QuietHandler, serving
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -67,7 +67,7 @@ def fake_hub(
 ) -> Iterator[FakeHub]:
     hub = FakeHub(repo, files, claimed_sizes or {})
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_HEAD(self) -> None:
             self._reply()
 
@@ -86,16 +86,6 @@ def fake_hub(
             if self.command != "HEAD":
                 self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    hub.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as port:
+        hub.url = f"http://127.0.0.1:{port}"
         yield hub
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -14,15 +14,15 @@ import html
 import re
 import shutil
 import sys
-import threading
 import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from loopback_http import QuietHandler, serving
 
 
 def normalized(name: str) -> str:
@@ -92,25 +92,15 @@ def loopback_index(root: Path) -> Iterator[LoopbackIndex]:
     root.mkdir(parents=True, exist_ok=True)
     asked: list[str] = []
 
-    class Handler(SimpleHTTPRequestHandler):
+    class Handler(SimpleHTTPRequestHandler, QuietHandler):
         def do_GET(self) -> None:
             asked.append(self.path)
             super().do_GET()
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    index = LoopbackIndex(root, server.server_address[1])
-    index.requests = asked
-    try:
+    with serving(partial(Handler, directory=str(root))) as port:
+        index = LoopbackIndex(root, port)
+        index.requests = asked
         yield index
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def uv_path() -> str:
