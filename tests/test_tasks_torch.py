@@ -22,6 +22,7 @@ from wheels import LoopbackIndex, loopback_index, make_wheel, uv_path
 from gpudash.model import HostResult, apply
 from gpudash.probe.registry import section
 from gpudash.probe.run import probe_host
+from gpudash.probe.sections.env import Venv
 from gpudash.tasks.events import TaskEvent, TaskFinished, TaskOutput, TaskSkipped
 from gpudash.tasks.fleet_run import run_on_host
 from gpudash.tasks.spec import TaskSpec, load_tasks
@@ -97,12 +98,13 @@ def _lines(events: list[TaskEvent]) -> list[str]:
     return [line for e in events if isinstance(e, TaskOutput) for line in e.lines]
 
 
-async def _env_probe(sshd: Sshd, host: FakeHost, pool: SshPool) -> object:
+async def _serve_venv(sshd: Sshd, host: FakeHost, pool: SshPool) -> Venv:
+    """~/venvs/serve as gpudash's env probe of the host sees it."""
     config = sshd.host_config(host)
     result = HostResult(config.name)
     async for event in probe_host(config, pool.transport(config), [section("env")]):
         result = apply(result, event)
-    return result.data("env")
+    return {v.path: v for v in result.data("env").venvs}[f"{host.home}/venvs/serve"]
 
 
 def _served(index: LoopbackIndex, task_lines: list[str]) -> str:
@@ -124,9 +126,7 @@ async def test_torch_task_installs_the_wheels_for_the_drivers_cuda_from_the_pyto
     assert "/whl/cu130/torch/" in index.requests
     assert not any("cu128" in path for path in index.requests)
 
-    env = await _env_probe(sshd, h200, ssh_pool)
-    venvs = {v.path: v for v in env.venvs}  # type: ignore[attr-defined]
-    serve = venvs[f"{h200.home}/venvs/serve"]
+    serve = await _serve_venv(sshd, h200, ssh_pool)
     assert serve.packages["torch"] == "2.9.0+cu130"
     assert serve.torch_cuda == "13.0"
 
@@ -154,8 +154,7 @@ async def test_serving_task_installs_sglang_after_torch_into_the_same_venv(
     assert " + sglang==0.5.6" in lines
     assert "/simple/sglang/" in index.requests
 
-    env = await _env_probe(sshd, h200, ssh_pool)
-    serve = {v.path: v for v in env.venvs}[f"{h200.home}/venvs/serve"]  # type: ignore[attr-defined]
+    serve = await _serve_venv(sshd, h200, ssh_pool)
     assert serve.packages["sglang"] == "0.5.6" and serve.torch_cuda == "13.0"
 
     again = _ends(await _run(sshd, h200, ssh_pool, specs, "serving"))
