@@ -33,7 +33,7 @@ class FakeHub:
     def size(self, name: str) -> int:
         return self.claimed_sizes.get(name, len(self.files[name]))
 
-    def answer(self, method: str, path: str) -> tuple[int, bytes, dict[str, str]]:
+    def answer(self, path: str) -> tuple[int, bytes, dict[str, str]]:
         api = f"/api/models/{self.repo}"
         if path.startswith(f"{api}/tree/"):
             tree = [
@@ -77,7 +77,7 @@ def fake_hub(
         def _reply(self) -> None:
             path = unquote(urlparse(self.path).path)
             hub.requests.append((self.command, path, self.headers.get("Authorization")))
-            code, body, headers = hub.answer(self.command, path)
+            code, body, headers = hub.answer(path)
             self.send_response(code)
             for name, value in headers.items():
                 self.send_header(name, value)

@@ -12,14 +12,13 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sshd import FakeHost, Sshd
-from wheels import make_wheel, uv_path
+from wheels import LOCAL_PYTHON, make_wheel, uv_path
 
 from gpudash.tasks import job_scripts, jobs
 from gpudash.tasks.events import (
@@ -274,8 +273,7 @@ async def test_a_real_uv_venv_and_a_real_install_into_it(
     wheels = _tiny_wheel(tmp_path)
     specs = load_tasks(
         {
-            "venv": {"params": {"path": "~/venvs/t", "python": ""}, "env": {
-                "UV_PYTHON_DOWNLOADS": "never", "UV_PYTHON": sys.executable}},
+            "venv": {"params": {"path": "~/venvs/t", "python": ""}, "env": LOCAL_PYTHON},
             "tiny": {
                 "title": "install the tiny package",
                 "kind": "pip",

@@ -8,11 +8,10 @@ fails the task by name, leaving the package as it was.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from sshd import FakeHost, Sshd
-from wheels import make_wheel, uv_path
+from wheels import LOCAL_PYTHON, make_wheel, uv_path
 
 from gpudash.tasks.events import TaskEvent, TaskFinished, TaskOutput
 from gpudash.tasks.fleet_run import run_on_host
@@ -36,7 +35,7 @@ async def _run(sshd: Sshd, host: FakeHost, pool: SshPool, wheels: Path, patches:
         {
             "venv": {
                 "params": {"path": "~/venvs/p", "python": ""},
-                "env": {"UV_PYTHON_DOWNLOADS": "never", "UV_PYTHON": sys.executable},
+                "env": LOCAL_PYTHON,
             },
             "served": {
                 "title": "install the package to patch",

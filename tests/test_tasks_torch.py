@@ -10,14 +10,13 @@ probe of the host shows the venv with torch built for CUDA 13.0 and SGLang.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import fakegpu
 import pytest
 from sshd import FakeHost, Sshd
-from wheels import LoopbackIndex, loopback_index, make_wheel, uv_path
+from wheels import LOCAL_PYTHON, LoopbackIndex, loopback_index, make_wheel, uv_path
 
 from gpudash.model import HostResult, apply
 from gpudash.probe.registry import section
@@ -29,7 +28,6 @@ from gpudash.tasks.spec import TaskSpec, load_tasks
 from gpudash.transport.ssh import SshPool
 
 H200 = Path(__file__).parent / "fixtures" / "h200-1x"
-VENV_ENV = {"UV_PYTHON_DOWNLOADS": "never", "UV_PYTHON": sys.executable}
 
 
 def _torch(where: Path, tag: str, cuda: str) -> Path:
@@ -75,7 +73,7 @@ def _specs(index: LoopbackIndex) -> Mapping[str, TaskSpec]:
     (and the venv's Python, which uv must not download) differ from the defaults."""
     return load_tasks(
         {
-            "venv": {"params": {"python": ""}, "env": VENV_ENV},
+            "venv": {"params": {"python": ""}, "env": LOCAL_PYTHON},
             "torch": {"params": {"index": index.url("whl")}},
             "serving": {"env": {"UV_INDEX_URL": index.url("simple")}},
         }

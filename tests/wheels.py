@@ -65,9 +65,9 @@ class LoopbackIndex:
     `url("whl/cu130")` an index URL whose project page lists the wheel. `requests` records
     every path asked for, so a test can tell which index a tool went to."""
 
-    def __init__(self, root: Path, port: int) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.port = port
+        self.port = 0  # set once it is served (`loopback_index`)
         self.requests: list[str] = []
 
     def url(self, index: str) -> str:
@@ -90,17 +90,20 @@ class LoopbackIndex:
 def loopback_index(root: Path) -> Iterator[LoopbackIndex]:
     """A `LoopbackIndex` served from `root` on 127.0.0.1 while the block runs."""
     root.mkdir(parents=True, exist_ok=True)
-    asked: list[str] = []
+    index = LoopbackIndex(root)
 
     class Handler(SimpleHTTPRequestHandler, QuietHandler):
         def do_GET(self) -> None:
-            asked.append(self.path)
+            index.requests.append(self.path)
             super().do_GET()
 
     with serving(partial(Handler, directory=str(root))) as port:
-        index = LoopbackIndex(root, port)
-        index.requests = asked
+        index.port = port
         yield index
+
+
+LOCAL_PYTHON = {"UV_PYTHON_DOWNLOADS": "never", "UV_PYTHON": sys.executable}
+"""A venv task's env in tests: uv makes it with this Python and never downloads one."""
 
 
 def uv_path() -> str:
