@@ -1,13 +1,13 @@
 """How fast the app is, measured on the installed `gpudash` in a real tmux pane.
 
-    .venv/bin/python bench/bench_app.py [--runs N] [--local-only] [--app-path PATH]
+    .venv/bin/python -m bench.bench_app [--runs N] [--local-only] [--app-path PATH]
 
 Prints one table:
   first frame        start of `gpudash` to the first screen with the host list on it
   panels filled      start to every section of one host on screen ("ready"), beside
                      headless `gpudash probe` of the same host in the same run; for this
                      machine (local transport) and for a host behind the test sshd
-                     (tests/sshd.py, the H200 capture as its GPU tools)
+                     (tests/support/sshd.py, the H200 capture as its GPU tools)
   headless           `gpudash probe` of that host, timed twice: in a pane like the app
                      (started by tmux, its end seen by the same polling: the gap is taken
                      against this one, so the harness's own cost, 40-48 ms on the 2-vCPU VM
@@ -44,9 +44,8 @@ SAVED = ROOT / "tests" / "fixtures" / "saved"
 GPUDASH = Path(sys.executable).with_name("gpudash")
 NET = 'network_targets = ["http://127.0.0.1:9/"]\n'
 TICKS = os.sysconf("SC_CLK_TCK")
-sys.path.insert(0, str(ROOT / "tests"))
-import fakegpu  # noqa: E402
-from sshd import Sshd  # noqa: E402
+from tests.support import fakegpu  # noqa: E402
+from tests.support.sshd import Sshd  # noqa: E402
 
 BARE_APP = """
 from textual.app import App

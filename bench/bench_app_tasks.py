@@ -1,8 +1,8 @@
 """Benchmark: a task flooding its log into the app, against the same task without a screen.
 
-Run:  .venv/bin/python bench/bench_app_tasks.py [--lines 200000] [--rounds 3]
+Run:  .venv/bin/python -m bench.bench_app_tasks [--lines 200000] [--rounds 3]
 
-A task prints --lines numbered lines as fast as it can on a test-sshd host (tests/sshd.py).
+A task prints --lines numbered lines as fast as it can on a test-sshd host (tests/support/sshd.py).
 Measured, each a median of --rounds, all in this one run:
 - app: the real app (headless, 100x30) with the tasks screen open: from the `y` of the
   confirmation to the last line on the log pane; lines/s reaching the pane;
@@ -31,18 +31,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
 
-from sshd import Sshd  # noqa: E402
 from textual import events  # noqa: E402
 
-from gpudash.config import Config  # noqa: E402
+from gpudash.config.model import Config  # noqa: E402
 from gpudash.tasks.spec import load_tasks  # noqa: E402
 from gpudash.ui import create_app  # noqa: E402
-from gpudash.ui.log_pane import LogPane  # noqa: E402
+from gpudash.ui.screens.tasks import TasksScreen  # noqa: E402
 from gpudash.ui.task_runs import RING_LINES  # noqa: E402
-from gpudash.ui.tasks_screen import TasksScreen  # noqa: E402
+from gpudash.ui.widgets.log_pane import LogPane  # noqa: E402
+from tests.support.sshd import Sshd  # noqa: E402
 
 GPUDASH = Path(sys.executable).with_name("gpudash")
 NET = ("http://127.0.0.1:9/",)

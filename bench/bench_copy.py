@@ -1,8 +1,8 @@
 """Benchmark: `gpudash run copy` against plain `ssh a 'tar -cf - DIR' | ssh b 'tar -xf -'`.
 
-Run:  .venv/bin/python bench/bench_copy.py [--big-mib 320] [--small 3000] [--rounds 3]
+Run:  .venv/bin/python -m bench.bench_copy [--big-mib 320] [--small 3000] [--rounds 3]
 
-Two hosts of the test sshd (tests/sshd.py, one real OpenSSH server, two ports). The source
+Two hosts of the test sshd (tests/support/sshd.py, one real OpenSSH server, two ports). The source
 tree on h0: --big-mib of incompressible data in 4 files plus --small files of 1-16 KiB in
 nested directories. Each round, in alternating order, times from process start to exit:
 - gpudash: the real CLI as a process, `gpudash run copy h1 --yes` (Python start-up, both
@@ -34,9 +34,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from sshd import FakeHost, Sshd  # noqa: E402
+from tests.support.sshd import FakeHost, Sshd  # noqa: E402
 
 
 def make_tree(root: Path, big_mib: int, small: int) -> int:

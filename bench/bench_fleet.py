@@ -1,8 +1,8 @@
 """gpudash probe vs parallel OpenSSH vs `ansible -m setup`, on the same namespaced hosts.
 
-    .venv/bin/python bench/bench_fleet.py [--sizes 1 20 100] [--rtts 0 50] [--forks 20]
+    .venv/bin/python -m bench.bench_fleet [--sizes 1 20 100] [--rtts 0 50] [--forks 20]
 
-The hosts are tests/netrig.py's: each its own network namespace, address and OpenSSH sshd
+The hosts are tests/support/netrig.py's: each its own network namespace, address and OpenSSH sshd
 with the fake H200 tools. RTT is added with netem where the kernel has it, else by the rig's
 userspace relay in front of each sshd (both clients cross the same relay). Each N uses the
 first N hosts of one rig. Every contender runs as a whole process, cold (no connection kept
@@ -32,14 +32,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
 
-from netrig import NetRig  # noqa: E402
-
-from gpudash.config import parse_config  # noqa: E402
-from gpudash.probe.run import plan_for  # noqa: E402
+from gpudash.config.model import parse_config  # noqa: E402
+from gpudash.host_probe import plan_for  # noqa: E402
 from gpudash.probe.script import build_script  # noqa: E402
+from tests.support.netrig import NetRig  # noqa: E402
 
 BENCH_VENV = ROOT / ".bench-venv"
 ANSIBLE = BENCH_VENV / "bin" / "ansible"

@@ -1,10 +1,10 @@
 """Benchmark: `gpudash probe --json` against fake GPU hosts on loopback, beside a baseline of
 plain parallel OpenSSH (`ssh host /bin/sh -s < same-script`, one per host, all at once).
 
-Run:  .venv/bin/python bench/bench_probe.py [--rounds 5]
+Run:  .venv/bin/python -m bench.bench_probe [--rounds 5]
 
 Both sides run the exact probe script gpudash builds for the host, against the same test sshd
-(tests/sshd.py) with fake `nvidia-smi`/`nvcc` printing the real H200 captures. Figures are
+(tests/support/sshd.py) with fake `nvidia-smi`/`nvcc` printing the real H200 captures. Figures are
 medians of --rounds runs, measured as whole processes (interpreter start-up included).
 Printed: 1 host vs "one SSH connect + the script's own run time + 50 ms"; 20 hosts vs the
 parallel OpenSSH baseline; and, from the streaming text output, when the first section line
@@ -25,15 +25,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
 
-import fakegpu  # noqa: E402
-from sshd import Sshd  # noqa: E402
-
-from gpudash.config import parse_config  # noqa: E402
-from gpudash.probe.run import plan_for  # noqa: E402
+from gpudash.config.model import parse_config  # noqa: E402
+from gpudash.host_probe import plan_for  # noqa: E402
 from gpudash.probe.script import build_script  # noqa: E402
+from tests.support import fakegpu  # noqa: E402
+from tests.support.sshd import Sshd  # noqa: E402
 
 GPUDASH = [sys.executable, "-m", "gpudash"]
 
@@ -81,7 +78,7 @@ def in_process_s(config_path: Path, rounds: int) -> float:
     """`probe_command` inside this process: the probe itself, without interpreter start-up."""
     import asyncio
 
-    from gpudash.headless import probe_command
+    from gpudash.cli.probe import probe_command
 
     config = parse_config(config_path.read_text(), str(config_path))
     times = []

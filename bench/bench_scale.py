@@ -1,13 +1,13 @@
 """Scale: `gpudash probe --json` over 100 and 1000 SSH hosts, and the app with 1000 hosts.
 
-    .venv/bin/python bench/bench_scale.py probe 100 1000 [--concurrency 64 --max-handshakes 16]
-    .venv/bin/python bench/bench_scale.py app 1000
+    .venv/bin/python -m bench.bench_scale probe 100 1000 [--concurrency 64 --max-handshakes 16]
+    .venv/bin/python -m bench.bench_scale app 1000
 
 probe  N hosts are N loopback ports served by real OpenSSH sshd daemons, 16 ports each (sshd
        listens on at most 16 sockets), hosts spread round-robin over the daemons so that,
        as with real machines, concurrent handshakes land on different servers. sshd runs
        with its defaults for MaxStartups (10:30:100) and MaxSessions (10). Every host runs
-       the full probe with the fake H200 tools (tests/fakegpu.py). The whole `gpudash probe
+       the full probe with the fake H200 tools (tests/support/fakegpu.py). The whole `gpudash probe
        --json` process runs under /usr/bin/time -v: wall time and peak RSS. Counted: hosts
        ready, hosts failed (with reasons), and sshd's own log lines about refused or dropped
        connections (MaxStartups, MaxSessions).
@@ -34,10 +34,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
 
-from manyhosts import LoopbackFleet  # noqa: E402
+from tests.support.manyhosts import LoopbackFleet  # noqa: E402
 
 SAVED_H200 = ROOT / "tests" / "fixtures" / "saved" / "h200-1x"
 
@@ -100,7 +98,7 @@ def bench_probe(n: int, concurrency: int, max_handshakes: int) -> dict[str, obje
 APP_DRIVER = r"""
 import asyncio, json, statistics, sys, time
 from pathlib import Path
-from gpudash.config import Config, HostConfig
+from gpudash.config.model import Config, HostConfig
 from gpudash.ui import create_app
 
 n, saved, size = int(sys.argv[1]), sys.argv[2], (int(sys.argv[3]), int(sys.argv[4]))

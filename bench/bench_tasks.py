@@ -1,9 +1,9 @@
 """Benchmark: task log streaming throughput, gpudash's runner against a plain OpenSSH reader.
 
-Run:  .venv/bin/python bench/bench_tasks.py [--lines 200000] [--rounds 3]
+Run:  .venv/bin/python -m bench.bench_tasks [--lines 200000] [--rounds 3]
 
 A task prints --lines numbered lines as fast as it can into its job log on a test-sshd host
-(tests/sshd.py). Measured, each a median of --rounds:
+(tests/support/sshd.py). Measured, each a median of --rounds:
 - gpudash: `run_task` over SshTransport, from launch to TaskFinished, every line through the
   line assembler, the masker and the local log file (what the app's log pane would receive);
 - baseline: `ssh host cat LOG` of the same finished log (the raw transfer, no per-line work).
@@ -18,22 +18,18 @@ import asyncio
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
-
-from sshd import Sshd  # noqa: E402
 
 from gpudash.tasks.events import TaskFinished, TaskOutput  # noqa: E402
 from gpudash.tasks.prepare import prepare  # noqa: E402
 from gpudash.tasks.runner import run_task  # noqa: E402
 from gpudash.tasks.spec import load_tasks  # noqa: E402
 from gpudash.transport.ssh import SshPool  # noqa: E402
+from tests.support.sshd import Sshd  # noqa: E402
 
 
 async def gpudash_round(sshd: Sshd, lines: int) -> tuple[float, int]:

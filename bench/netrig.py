@@ -1,9 +1,9 @@
 """Bring N namespaced test hosts up (and leave them running), or take them all down.
 
-    bench/netrig.py up 20 [--dir DIR]   # prints the rig as JSON; DIR/config.toml reaches it
-    bench/netrig.py down                # removes every rig `up` left (and any of dead runs)
+    python -m bench.netrig up 20 [--dir DIR]   # prints the rig as JSON; DIR/config.toml reaches it
+    python -m bench.netrig down                # removes every rig `up` left (and any of dead runs)
 
-The hosts are tests/netrig.py's: their own namespace, address, sshd and fake GPU tools. Runs
+The hosts are tests/support/netrig.py's: their own namespace, address, sshd and fake GPU tools. Runs
 as root (namespaces need CAP_NET_ADMIN); without it the hosts are loopback aliases and the
 rig says so. A bench script that measures should use `NetRig` as a context manager instead,
 so the rig goes away with it.
@@ -16,14 +16,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-import netrig_net
-from netrig import NetRig, dump
+from tests.support import netrig_net
+from tests.support.netrig import NetRig, dump
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/netrig.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.netrig", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="create N hosts and leave them running")
     up.add_argument("n", type=int)
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     rig = NetRig(args.n, workdir, persistent=True).up()
     (workdir / "config.toml").write_text(rig.config_toml())
     print(dump(rig))
-    print(f"config: {workdir / 'config.toml'}   (take it down: bench/netrig.py down)")
+    print(f"config: {workdir / 'config.toml'}   (take it down: python -m bench.netrig down)")
     return 0
 
 

@@ -1,3 +1,3 @@
-from gpudash.cli import entry
+from gpudash.cli.main import entry
 
 entry()

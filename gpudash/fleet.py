@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING
 
 from gpudash.aio import merge
-from gpudash.config import Config, HostConfig
+from gpudash.config.model import Config, HostConfig
+from gpudash.host_probe import probe_host
 from gpudash.model import (
     Event,
     FindingsComputed,
@@ -24,7 +25,6 @@ from gpudash.model import (
     ProbeFinished,
     apply,
 )
-from gpudash.probe.run import probe_host
 from gpudash.transport.base import Transport
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Iterable
 
-from gpudash.config import Config
+from gpudash.config.model import Config
 from gpudash.fleet import Fleet
 from gpudash.model import Event, HostState, HostStateChanged
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from netrig import NetRig
-from sshd import FakeHost, Sshd
 
 from gpudash.transport.ssh import SshPool
+from tests.support.netrig import NetRig
+from tests.support.sshd import FakeHost, Sshd
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +36,7 @@ def isolated_home(
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    """One real /usr/sbin/sshd for the session: eight ports, eight fake hosts (tests/sshd.py)."""
+    """One real /usr/sbin/sshd for the session: eight ports, eight fake hosts (support/sshd.py)."""
     server = Sshd(tmp_path_factory.mktemp("sshd"))
     server.start()
     try:
@@ -70,7 +70,7 @@ async def ssh_pool() -> AsyncIterator[SshPool]:
 
 @pytest.fixture(scope="session")
 def netrig_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetRig]:
-    """Four hosts with their own addresses and sshds (tests/netrig.py), for the session.
+    """Four hosts with their own addresses and sshds (tests/support/netrig.py), for the session.
 
     Namespaces when this machine allows them; otherwise 127.0.0.x aliases, with a
     NetRigFallback warning saying why.
@@ -143,3 +143,14 @@ def silent_port() -> Iterator[int]:
     """A loopback listener that accepts TCP and never speaks SSH: an 'unreachable' host."""
     with silent_listener() as listener:
         yield listener.port
+
+
+_TIERS = ("unit", "ssh", "app", "rig")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test carries its tier's marker (its folder), so `-m unit` and `-m 'not rig'` work."""
+    for item in items:
+        tier = next((t for t in _TIERS if f"/tests/{t}/" in str(item.path)), None)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))

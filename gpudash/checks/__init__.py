@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gpudash.model import FindingsComputed, HostResult, HostState, to_jsonable
 
 if TYPE_CHECKING:
-    from gpudash.config import Config, HostConfig
+    from gpudash.config.model import Config, HostConfig
 
 
 class Severity(str, enum.Enum):

@@ -13,7 +13,7 @@ from gpudash.checks.context import Context
 from gpudash.model import HostResult, HostState
 
 if TYPE_CHECKING:
-    from gpudash.config import HostConfig
+    from gpudash.config.model import HostConfig
 
 TRAITS = ("gpus", "gpu_model", "driver", "cuda", "nvcc", "torch", "nvlink")
 _LABEL = {

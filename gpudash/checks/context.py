@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gpudash.checks import Finding
     from gpudash.checks.compare import Groups
     from gpudash.checks.expect import Expect
-    from gpudash.config import HostConfig
+    from gpudash.config.model import HostConfig
 
 
 @dataclass(frozen=True)

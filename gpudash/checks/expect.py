@@ -1,4 +1,4 @@
-"""Expectations: each thing the config's `expect` says (gpudash.checks.expect_config) that
+"""Expectations: each thing the config's `expect` says (gpudash.config.expect) that
 the host does not meet is a fail finding; one the probe cannot verify is a warn."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
-from gpudash.checks.expect_config import Expect, ExpectedModel
 from gpudash.checks.versions import parse_version
+from gpudash.config.expect import Expect, ExpectedModel
 
 _CONFIG = "The config's `expect` says so: a host that differs is not the machine it should be."
 

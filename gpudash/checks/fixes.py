@@ -24,7 +24,7 @@ def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
     if keys_by_task is not None:
         return dict(keys_by_task())
     if not tasks:
-        from gpudash.config_hosts import builtin_task_keys
+        from gpudash.config.document import builtin_task_keys
 
         return dict(builtin_task_keys())
     return {name: getattr(spec, "key", None) for name, spec in tasks.items()}

@@ -31,9 +31,9 @@ from gpudash.transport.base import Transport
 
 async def host_facts(host: object, transport: Transport) -> Facts:
     """The gpus probe section of one host, for defaults such as the torch CUDA tag."""
+    from gpudash.host_probe import probe_host
     from gpudash.model import HostResult, apply
     from gpudash.probe.registry import section
-    from gpudash.probe.run import probe_host
 
     name = getattr(host, "name", "?")
     result = HostResult(name)
@@ -88,7 +88,7 @@ async def run_on_host(
             done[task] = False
             continue
         if spec.kind == "copy":
-            from gpudash.tasks.copy_task import run_copy
+            from gpudash.tasks.copy.kind import run_copy
 
             stream = run_copy(name, transport, prepared, peer, cancel=cancel)
         else:

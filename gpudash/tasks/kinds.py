@@ -279,7 +279,7 @@ KINDS: Mapping[str, Kind] = {
         affects=("models",),
         default_timeout=6 * 3600,
     ),
-    # Not a shell body: gpudash streams the copy itself (gpudash/tasks/copy.py).
+    # Not a shell body: gpudash streams the copy itself (gpudash/tasks/copy/transfer.py).
     "copy": Kind(
         "copy",
         {
@@ -288,7 +288,7 @@ KINDS: Mapping[str, Kind] = {
             "to": Param("dir", None, doc="where on the destination; unset: the same path"),
             "replace": Param("bool", False, doc="replace an existing destination directory"),
         },
-        "# copy: streamed by gpudash from the source host (gpudash/tasks/copy.py)\n",
+        "# copy: streamed by gpudash from the source host (gpudash/tasks/copy/transfer.py)\n",
         None,
         affects=("env", "models"),
         default_timeout=6 * 3600,

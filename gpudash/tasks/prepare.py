@@ -136,7 +136,7 @@ def prepare(
             notes.append(f"secret {name} is not set here: the host's own login is used")
     script = render.task_script(env, body, paths=paths)
     if spec.kind == "copy":  # gpudash streams it: show what each end runs
-        from gpudash.tasks.copy_scripts import preview
+        from gpudash.tasks.copy.scripts import preview
 
         script = preview(spec.params)
     check = render.check_script(env, spec.check, paths=paths) if spec.check else None

@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpudash.config_lines import KeyPath, render_path
-from gpudash.config_schema import Invalid, Report, show, suggest, text, toml_type
+from gpudash.config.lines import KeyPath, render_path
+from gpudash.config.schema import Invalid, Report, show, suggest, text, toml_type
 from gpudash.tasks.builtin import builtin_tables
 from gpudash.tasks.kinds import KINDS, Kind
 from gpudash.tasks.values import (
@@ -50,7 +50,7 @@ from gpudash.tasks.values import (
 )
 
 if TYPE_CHECKING:
-    from gpudash.config import HostConfig
+    from gpudash.config.model import HostConfig
 
 _PARAM = re.compile(r"^[a-z][a-z0-9_]*$")
 

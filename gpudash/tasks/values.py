@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 
-from gpudash.config_schema import Invalid, array, show, text, toml_type
+from gpudash.config.schema import Invalid, array, show, text, toml_type
 from gpudash.tasks.kinds import TORCH_CUDA_TAGS
 
 TASK_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -63,7 +63,7 @@ def directory(value: object) -> str:
 
 def host_name(value: object) -> str:
     """The name of a configured host ("" = not set yet); the config checks that it is one
-    (`gpudash.tasks.copy_params.check_hosts`), as only it knows the hosts."""
+    (`gpudash.tasks.copy.params.check_hosts`), as only it knows the hosts."""
     return one_line(value)
 
 

@@ -1,6 +1,6 @@
 """What the SSH transport reads of a host, and the ad hoc jump host `[user@]host[:port]`.
 
-A Protocol rather than an import of gpudash.config.HostConfig: the transport needs nine
+A Protocol rather than an import of gpudash.config.load.HostConfig: the transport needs nine
 fields, and a bastion named only by a spec string has to stand in for a HostConfig.
 """
 
@@ -11,7 +11,7 @@ from typing import Protocol
 
 
 class SshHost(Protocol):
-    """The HostConfig fields this transport reads (gpudash.config.HostConfig has them all)."""
+    """The HostConfig fields this transport reads (gpudash.config.load.HostConfig has them all)."""
 
     @property
     def name(self) -> str: ...

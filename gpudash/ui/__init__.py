@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from textual.app import App
 
-    from gpudash.config import Config
+    from gpudash.config.model import Config
 
 
 def create_app(config: Config, **kw: Any) -> App[int]:

@@ -20,18 +20,18 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Input
 
-from gpudash.config import Config
+from gpudash.config.model import Config
 from gpudash.fleet import Fleet
 from gpudash.headstart import HeadStart
 from gpudash.model import HostResult
 from gpudash.ui import keys
-from gpudash.ui.footer import Footer
-from gpudash.ui.host_list import HostList
-from gpudash.ui.host_view import HostView
-from gpudash.ui.main_screen import MainScreen
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.probing import HeapSettler, ProbeRouting
+from gpudash.ui.screens.main import MainScreen
 from gpudash.ui.task_actions import TaskActions
+from gpudash.ui.widgets.footer import Footer
+from gpudash.ui.widgets.host_list import HostList
+from gpudash.ui.widgets.host_view import HostView
 
 QUIT_BUDGET_S = 0.8
 """How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
@@ -203,7 +203,9 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
             self.notify(f"{skipped} host(s) still probing: left running", timeout=2)
 
     def action_fleet(self) -> None:
-        from gpudash.ui.fleet import FleetScreen  # on first use: not on the first frame's path
+        from gpudash.ui.screens.fleet import (
+            FleetScreen,  # on first use: not on the first frame's path
+        )
 
         if isinstance(self.screen, FleetScreen):
             self.screen.dismiss(None)
@@ -251,7 +253,7 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.notify(f"saved {result.name} to {path}", timeout=4)
 
     def action_help(self) -> None:
-        from gpudash.ui.help import HelpScreen
+        from gpudash.ui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from textual.binding import Binding
 
-from gpudash.config_keys import TASK_SCREEN_KEYS, key_name
+from gpudash.config.keys import TASK_SCREEN_KEYS, key_name
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Any
 from textual.css.query import NoMatches
 
 from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
-from gpudash.ui.fleet_rows import FleetRows
 from gpudash.ui.messages import ProbeEvent
+from gpudash.ui.widgets.fleet_rows import FleetRows
 
 _ROUND_START = (HostState.CONNECTING, HostState.PROBING)
 
@@ -215,7 +215,7 @@ class ProbeRouting:
         stack = self.screen_stack  # type: ignore[attr-defined]
         if len(stack) < 2:
             return []  # the host screen alone (and the fleet module maybe not imported yet)
-        from gpudash.ui.fleet import FleetScreen
+        from gpudash.ui.screens.fleet import FleetScreen
 
         return [s for s in stack if isinstance(s, FleetScreen)]
 

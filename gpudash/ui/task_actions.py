@@ -46,7 +46,7 @@ class TaskActions:
         self.tasks.cancel(host, task)
 
     def action_tasks(self) -> None:
-        from gpudash.ui.tasks_screen import TasksScreen
+        from gpudash.ui.screens.tasks import TasksScreen
 
         if isinstance(self.screen, TasksScreen):
             self.screen.dismiss(None)
@@ -63,7 +63,7 @@ class TaskActions:
         if self._quitting or not self.screen_stack:
             return
         run, lines, started = self.tasks.on_event(message.event)
-        from gpudash.ui.tasks_screen import TasksScreen
+        from gpudash.ui.screens.tasks import TasksScreen
 
         for screen in self.screen_stack:
             if isinstance(screen, TasksScreen):

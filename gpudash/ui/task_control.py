@@ -20,9 +20,9 @@ from gpudash.tasks import events as ev
 from gpudash.tasks import fleet_run, runner
 from gpudash.tasks.prepare import Facts
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
-from gpudash.ui.confirm import ConfirmTask, plan_text
 from gpudash.ui.messages import TaskEvent
 from gpudash.ui.render import remote
+from gpudash.ui.screens.confirm import ConfirmTask, plan_text
 from gpudash.ui.task_runs import Run, fold
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
+from gpudash.ui.widgets.grid import Column, Grid
 
 STACK = ("torch", "sglang", "vllm", "flashinfer-python", "transformers")
 """The packages an inference venv is judged by, in the order they are shown."""

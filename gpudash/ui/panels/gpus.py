@@ -15,10 +15,10 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gpudash.model import SectionResult
-from gpudash.ui.grid import Column, Grid
 from gpudash.ui.host_state import short_gpu_name
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
+from gpudash.ui.widgets.grid import Column, Grid
 
 COLUMNS = (
     ("idx", "#"),

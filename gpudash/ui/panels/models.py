@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from gpudash.summary import human_bytes
-from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
+from gpudash.ui.widgets.grid import Column, Grid
 
 
 def _state(model: Any) -> Text:

@@ -7,9 +7,9 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
+from gpudash.ui.widgets.grid import Column, Grid
 
 
 def _dns(target: Any) -> Text:

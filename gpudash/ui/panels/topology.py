@@ -18,9 +18,9 @@ from textual.widgets import Static
 
 from gpudash.model import SectionResult
 from gpudash.ui import keys
-from gpudash.ui.grid import Column, Grid
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, legend, link, remote
+from gpudash.ui.widgets.grid import Column, Grid
 
 
 def _short(label: str) -> str:

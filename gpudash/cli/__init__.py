@@ -1,0 +1,1 @@
+"""The headless face: one parser and dispatch (main), one module per command."""

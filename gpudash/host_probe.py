@@ -1,0 +1,124 @@
+"""Probe one host: connect, run the one script, parse each section as it arrives.
+
+Yields events; never raises for anything a host does. Sections that did not arrive (the host
+dropped, a section was killed) still get a result carrying the reason, so nothing the host did
+send is lost and every panel can say why it is empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from gpudash.aio import deadline
+from gpudash.config.model import HostConfig
+from gpudash.model import (
+    Event,
+    HostState,
+    HostStateChanged,
+    ProbeFinished,
+    SectionDone,
+    SectionResult,
+)
+from gpudash.probe.parts import split_parts
+from gpudash.probe.registry import SECTION_NAMES, Section, all_sections, sections_loaded
+from gpudash.probe.script import ProbePlan, make_plan
+from gpudash.probe.stream import RawSection
+from gpudash.transport.base import Transport, TransportError
+
+TIMED_OUT = (124, 137)
+
+
+def plan_for(host: HostConfig, sections: Sequence[Section] | None = None) -> ProbePlan:
+    env = {
+        "GPUDASH_MODEL_DIRS": "\n".join(host.model_dirs),
+        "GPUDASH_VENV_PATHS": "\n".join(host.venv_paths),
+        "GPUDASH_NET_TARGETS": "\n".join(host.network_targets),
+    }
+    return make_plan(sections or all_sections(), env, host.section_timeout)
+
+
+async def _plan(host: HostConfig, sections: Sequence[Section] | None) -> ProbePlan:
+    """The first plan of a process imports every section's module and its parsers (~60 ms
+    on the 2-vCPU VM): in a thread, so that the handshake it runs beside is not held up
+    while it waits on the network."""
+    if not sections and not sections_loaded():
+        return await asyncio.to_thread(plan_for, host)
+    return plan_for(host, sections)
+
+
+def parse_section(
+    section: Section, raw: RawSection, nonce: str, elapsed: float, timeout: float | None = None
+) -> SectionResult:
+    """`timeout` is the one the host enforced (the section's own, capped by the host's
+    section_timeout), so a timed-out section names the limit that actually applied."""
+    parts = split_parts(raw.text, nonce)
+    error = None
+    if raw.rc in TIMED_OUT:
+        error = f"timed out after {timeout or section.timeout:g}s"
+    elif raw.rc is None:
+        error = "cut off before it finished"
+    elif raw.truncated:
+        error = "output too large: truncated"
+    try:
+        data = section.parse(parts)
+    except Exception as exc:  # a parser bug must not take the host down with it
+        data, error = None, f"could not parse: {type(exc).__name__}: {exc}"
+    return SectionResult(section.name, data, error, parts, elapsed, raw.rc)
+
+
+async def probe_host(
+    host: HostConfig,
+    transport: Transport,
+    sections: Sequence[Section] | None = None,
+) -> AsyncIterator[Event]:
+    total = len(sections) if sections else len(SECTION_NAMES)
+    start = time.monotonic()
+    yield HostStateChanged(host.name, HostState.CONNECTING, sections_total=total)
+    planning = asyncio.ensure_future(_plan(host, sections))
+    try:
+        await transport.connect()
+        plan = await planning
+    except TransportError as exc:
+        yield HostStateChanged(host.name, HostState.FAILED, exc.reason)
+        yield ProbeFinished(host.name, time.monotonic() - start)
+        return
+    finally:
+        planning.cancel()  # when the connect failed or the round was left: nothing to plan
+    by_name = {s.name: s for s in plan.sections}
+    yield HostStateChanged(host.name, HostState.PROBING, sections_total=total)
+    probe_start = time.monotonic()
+    seen: set[str] = set()
+    failure: str | None = None
+    stream = transport.probe(plan, timeout=host.probe_timeout)
+    try:
+        async with deadline(host.probe_timeout + 5):
+            async for raw in stream:
+                section = by_name.get(raw.name)
+                if section is None or raw.name in seen:
+                    continue  # not ours: a forged or repeated frame
+                seen.add(raw.name)
+                elapsed = time.monotonic() - probe_start
+                limit = plan.timeout_for(section)
+                result = parse_section(section, raw, plan.nonce, elapsed, limit)
+                yield SectionDone(host.name, result)
+    except TransportError as exc:
+        failure = exc.reason
+    except TimeoutError:
+        failure = f"probe timed out after {host.probe_timeout:g}s"
+    finally:
+        await stream.aclose()
+    # One form for every failure: `host: reason` on the host (as connect failures read),
+    # the bare reason on each section that did not arrive.
+    failure = failure and failure.removeprefix(f"{host.name}: ")
+    for name in plan.names:
+        if name not in seen:
+            why = failure or "the host printed no output for it"
+            result = SectionResult(name, None, why, {}, time.monotonic() - probe_start, None)
+            yield SectionDone(host.name, result)
+    if failure:
+        yield HostStateChanged(host.name, HostState.FAILED, f"{host.name}: {failure}")
+    else:
+        yield HostStateChanged(host.name, HostState.READY)
+    yield ProbeFinished(host.name, time.monotonic() - start)

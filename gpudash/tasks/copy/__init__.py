@@ -1,0 +1,1 @@
+"""The copy task: its params, the scripts on both hosts, the transfer."""

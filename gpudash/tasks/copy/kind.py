@@ -1,0 +1,136 @@
+"""The copy task as task events, like `gpudash.tasks.runner.run_task`: queued, the check on
+the destination, started, the log (progress redraws in place), then exactly one end event.
+
+The transfer itself is `gpudash.tasks.copy.transfer.Copy`; this module runs it beside the cancel
+event, so a cancel stops both ends (by process group) and reports TaskCancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets as _secrets
+import time
+from collections.abc import AsyncIterator, Callable
+
+from gpudash.tasks.copy.params import CopyParams
+from gpudash.tasks.copy.transfer import Copy
+from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
+from gpudash.tasks.prepare import Prepared
+from gpudash.transport.base import Transport, TransportError
+
+
+async def run_copy(
+    host: str,
+    transport: Transport,
+    prepared: Prepared,
+    peer: Callable[[str], Transport | None] | None,
+    *,
+    cancel: asyncio.Event | None = None,
+    check: bool = True,
+) -> AsyncIterator[object]:
+    """The copy to `host` as task events, like `runner.run_task` (exactly one end event)."""
+    from gpudash.tasks import events as ev
+    from gpudash.tasks import runner as r
+
+    spec = prepared.spec
+    name = spec.name
+    params = CopyParams.of(spec.params)
+    cancel = cancel or asyncio.Event()
+    yield ev.TaskQueued(host, name)
+    if cancel.is_set():
+        yield ev.TaskCancelled(host, name, 0.0)
+        return
+    if not params.source:
+        yield ev.TaskBlocked(host, name, f"set params.from (the source host) in [tasks.{name}]")
+        return
+    if params.source == host and params.to == params.path:
+        # `gpudash run copy` with no host names every host, the source among them
+        yield ev.TaskSkipped(host, name, "this is the copy's source host")
+        return
+    if peer is None:
+        yield ev.TaskBlocked(
+            host,
+            name,
+            "no way to reach the source host here (run_on_host needs peer=fleet_peer(fleet))",
+        )
+        return
+    source = peer(params.source)
+    if source is None:
+        yield ev.TaskBlocked(host, name, f"source host {params.source!r} is not configured")
+        return
+    try:
+        if check and prepared.check is not None:
+            code = await r.run_check(transport, prepared)
+            if code == 0:
+                yield ev.TaskSkipped(host, name, "already done (its check exited 0)")
+                return
+            if code is None:
+                yield ev.TaskLost(host, name, "connection lost during the check")
+                return
+    except TransportError as exc:
+        yield ev.TaskLost(host, name, exc.reason)
+        return
+
+    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + _secrets.token_hex(3)
+    log = TaskLog(host, name)
+    started = time.monotonic()
+    yield ev.TaskStarted(host, name, run_id, False, str(log.path), time.time())
+    assembler = LineAssembler(Masker(prepared.secrets.values()))
+    offset = 0
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    copy = Copy(params, host, transport, source, run_id, spec.timeout, queue.put_nowait)
+
+    def output(data: bytes, final: bool = False) -> ev.TaskOutput:
+        nonlocal offset
+        offset += len(data)
+        lines = assembler.feed(data, final=final)
+        log.write(lines)
+        return ev.TaskOutput(host, name, tuple(lines), assembler.partial, offset)
+
+    work = asyncio.ensure_future(copy.run())
+    waiter = asyncio.ensure_future(cancel.wait())
+    cancelled = False
+    try:
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield output(getter.result())
+                continue
+            getter.cancel()
+            if work.done():
+                break
+            cancelled = True
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
+            break
+        while not queue.empty():
+            yield output(queue.get_nowait())
+        tail = assembler.feed(b"", final=True)
+        if tail:
+            log.write(tail)
+            yield ev.TaskOutput(host, name, tuple(tail), "", offset)
+        elapsed = time.monotonic() - started
+        if cancelled:
+            log.write(["# gpudash: cancelled (both ends stopped)"])
+            yield ev.TaskCancelled(host, name, elapsed)
+            return
+        exc = work.exception()
+        if isinstance(exc, TransportError):
+            log.write([f"# gpudash: lost: {exc.reason}"])
+            yield ev.TaskLost(host, name, exc.reason)
+            return
+        if exc is not None:
+            raise exc
+        rc = work.result()
+        log.write([f"# gpudash: rc {rc}{' (timed out)' if copy.timed_out else ''}"])
+        yield ev.TaskFinished(host, name, rc, elapsed, copy.timed_out, spec.affects)
+    finally:
+        waiter.cancel()
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
+        log.close()

@@ -1,0 +1,143 @@
+"""The fleet view (`f`): one row per host, key facts side by side, odd values highlighted.
+
+The table draws only the rows on screen (`FleetTable`): a host's cells are built when its
+row comes into view. Every host's column values, the per-column counts its highlights are
+taken from and its cells' widths are kept by the app as probe events arrive (`FleetRows`),
+so opening the view with 1000 hosts reads them instead of computing 10,000 values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Static
+
+from gpudash.model import HostResult
+from gpudash.ui import keys
+from gpudash.ui.widgets.fleet_columns import COLUMNS, cell, value_sort_key
+from gpudash.ui.widgets.fleet_rows import FleetRows
+from gpudash.ui.widgets.fleet_table import FleetTable
+from gpudash.ui.widgets.footer import Footer
+
+_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
+
+
+class FleetScreen(Screen[str | None]):
+    """Dismisses with the name of the host to open, or None."""
+
+    BINDINGS = keys.bindings(keys.FLEET_KEYS)
+
+    def __init__(self, order: Iterable[str], results: Mapping[str, HostResult]) -> None:
+        super().__init__()
+        self._order = list(order)
+        self._results = dict(results)
+        self._sort: int | None = None  # index into COLUMNS; None = config order
+        self._usual: list[str | None] = []  # each column's majority, as last drawn
+        self._fleet = FleetRows()  # the app's, once mounted
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), id="fleet-title")
+        labels = [Text(c.label, style="bold") for c in COLUMNS]
+        floors = [c.floor for c in COLUMNS]
+        first = [i for i, c in enumerate(COLUMNS) if c.gives_first]
+        yield FleetTable(labels, self._row_cells, floors=floors, first=first, id="fleet-table")
+        yield Footer()
+
+    def _title(self) -> Text:
+        title = Text(" fleet ", style="bold reverse")
+        title.append(f"  {len(self._order)} hosts · sorted by ")
+        title.append(
+            "config order" if self._sort is None else COLUMNS[self._sort].label, style="bold"
+        )
+        title.append(" · highlighted: differs from most hosts", style="dim")
+        return title
+
+    def on_mount(self) -> None:
+        self._fleet = FleetRows.of(self.app)
+        self.refresh_rows()
+
+    def update_host(self, result: HostResult) -> None:
+        self._results[result.name] = result
+        self.refresh_rows([result.name])
+
+    def refresh_rows(self, changed: Iterable[str] | None = None) -> None:
+        """Tell the table which hosts changed; it redraws those rows if they are on screen.
+
+        With `changed`, only those hosts are looked at, and every row is redrawn only when
+        a column's usual value moved (its highlights move with it): rebuilding all rows on
+        each probe event cost O(hosts²) cell renders a round."""
+        table = self.query_one(FleetTable)
+        fleet = self._fleet
+        if changed is None:
+            names: Iterable[str] = self._order
+            fleet.sync(self._results)  # kept by the app: only what it has not seen yet
+        else:
+            names = [n for n in changed if n in self._results]
+            for name in names:
+                fleet.update(self._results[name])
+        usual = fleet.usual()
+        moved = usual != self._usual
+        self._usual = usual
+        widths = fleet.widths
+        table.set_rows((name, widths[name]) for name in names)
+        if moved:
+            table.refresh_rows()
+
+    def _row_cells(self, name: str) -> list[Text]:
+        """A host's cells as drawn: asked for by the table when the row comes into view."""
+        result = self._results[name]
+        values = self._fleet.values[name]
+        return [
+            cell(result, c, usual, value)
+            for c, usual, value in zip(COLUMNS, self._usual, values, strict=True)
+        ]
+
+    def cell(self, name: str, column: str) -> Text:
+        """The cell of host `name` in `column` (a column key), highlighted as drawn."""
+        i = _INDEX[column]
+        return cell(self._results[name], COLUMNS[i], self._usual[i], self._fleet.values[name][i])
+
+    def _apply_sort(self) -> None:
+        order = {n: i for i, n in enumerate(self._order)}
+
+        values = self._fleet.values
+        column = self._sort
+
+        def key(host: str) -> tuple[object, ...]:
+            if column is None:
+                return (order.get(host, len(order)),)
+            return (value_sort_key(values[host][column]), order.get(host, len(order)))
+
+        self.query_one(FleetTable).sort(key)
+        self.query_one("#fleet-title", Static).update(self._title())
+
+    def action_sort(self) -> None:
+        nxt = 0 if self._sort is None else self._sort + 1
+        self._sort = None if nxt >= len(COLUMNS) else nxt
+        self._apply_sort()
+
+    @on(FleetTable.HeaderSelected)
+    def _header(self, event: FleetTable.HeaderSelected) -> None:
+        self._sort = event.column
+        self._apply_sort()
+
+    @on(FleetTable.RowSelected)
+    def _row(self, event: FleetTable.RowSelected) -> None:
+        self.dismiss(event.key)
+
+    def action_open(self) -> None:
+        key = self.query_one(FleetTable).cursor_key
+        if key is not None:
+            self.dismiss(key)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    @property
+    def rows(self) -> list[str]:
+        """Host names in the order the table shows them."""
+        return self.query_one(FleetTable).rows

@@ -1,0 +1,162 @@
+"""The sidebar: one row per configured host, in config order, with its live state.
+
+Rows are options keyed by host name and replaced in place when a host changes, so the
+highlight and the scroll position never jump. The filter hides rows without rebuilding the
+others' state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from gpudash.config.model import HostConfig
+from gpudash.model import HostResult
+from gpudash.ui.host_state import findings_text, glyph, gpu_summary, state_text
+from gpudash.ui.render import remote
+
+
+def _fit(text: Text, width: int) -> Text:
+    if text.cell_len > width:
+        text.truncate(max(1, width - 1))
+        text.append("…", style="dim")
+    return text
+
+
+MARK = "▸"
+"""Drawn before a marked host's name: task keys run on every marked host."""
+
+
+def row(result: HostResult, width: int = 24, marked: bool = False) -> Text:
+    """Two lines, each cut to `width`: '● name' and 'state · 8× H100' ('▸' when marked)."""
+    first = Text.assemble(glyph(result), " ")
+    if marked:
+        first.append(MARK + " ", style="bold reverse")
+    first.append(remote(result.name, style="bold"))
+    badge = findings_text(
+        result, compact=True
+    )  # ' ✖1 ▲3': after the name, so the GPUs line keeps room
+    if badge.plain and first.cell_len + badge.cell_len <= width:
+        first.append_text(badge)
+    second = Text("  ")
+    second.append(state_text(result, findings=False))
+    gpus = gpu_summary(result)
+    if gpus is not None and result.state.value != "failed":
+        second.append(" · ", style="dim")
+        second.append(gpus)
+    return Text("\n").join([_fit(first, width), _fit(second, width)])
+
+
+def matches(host: HostConfig, needle: str) -> bool:
+    """Name or any tag contains the needle (case-insensitive); an empty filter matches all."""
+    needle = needle.strip().lower()
+    if not needle:
+        return True
+    return needle in host.name.lower() or any(needle in t.lower() for t in host.tags)
+
+
+class HostList(OptionList):
+    """Hosts in config order; posts `HostList.Selected` when the highlight moves."""
+
+    class Selected(Message):
+        """The user moved to another host."""
+
+        def __init__(self, host: str) -> None:
+            super().__init__()
+            self.host = host
+
+    def __init__(
+        self, hosts: Iterable[HostConfig], results: Mapping[str, HostResult], **kw: object
+    ) -> None:
+        self._hosts = tuple(hosts)
+        self._by_name = {h.name: h for h in self._hosts}
+        self._results = dict(results)
+        self._needle = ""
+        self._marked: frozenset[str] = frozenset()
+        self._row_width = 24
+        super().__init__(*self._build_options(), **kw)  # type: ignore[arg-type]
+
+    def _build_options(self) -> list[Option]:
+        return [
+            Option(row(self._results[h.name], self._row_width, h.name in self._marked), id=h.name)
+            for h in self._hosts
+            if matches(h, self._needle)
+        ]
+
+    def on_resize(self) -> None:
+        width = max(8, self.scrollable_content_region.width - 1)
+        if width != self._row_width:
+            self._row_width = width
+            for name in self.visible:
+                self.replace_option_prompt(
+                    name, row(self._results[name], width, name in self._marked)
+                )
+
+    @property
+    def visible(self) -> list[str]:
+        return [h.name for h in self._hosts if matches(h, self._needle)]
+
+    def update_host(self, result: HostResult) -> None:
+        """Redraw one host's row in place."""
+        self._results[result.name] = result
+        host = self._by_name.get(result.name)
+        if host is not None and matches(host, self._needle):  # not `visible`: O(1) per event
+            self.replace_option_prompt(
+                result.name, row(result, self._row_width, result.name in self._marked)
+            )
+
+    def set_marked(self, names: set[str]) -> None:
+        """Redraw the rows whose mark changed."""
+        changed = self._marked ^ frozenset(names)
+        self._marked = frozenset(names)
+        for name in self.visible:
+            if name in changed:
+                self.replace_option_prompt(
+                    name, row(self._results[name], self._row_width, name in self._marked)
+                )
+
+    def set_filter(self, needle: str) -> None:
+        if needle == self._needle:
+            return
+        current = self.highlighted_host
+        self._needle = needle
+        self.clear_options()
+        self.add_options(self._build_options())
+        visible = self.visible
+        if current in visible:
+            self.highlighted = visible.index(current)
+        elif visible:
+            self.highlighted = 0
+
+    @property
+    def highlighted_host(self) -> str | None:
+        if self.highlighted is None:
+            return None
+        try:
+            return self.get_option_at_index(self.highlighted).id
+        except Exception:
+            return None
+
+    def select_host(self, name: str) -> None:
+        visible = self.visible
+        if name not in visible:
+            self.set_filter("")
+            visible = self.visible
+        self.highlighted = visible.index(name)
+
+    @on(OptionList.OptionHighlighted)
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if event.option.id:
+            self.post_message(self.Selected(event.option.id))
+
+    @on(OptionList.OptionSelected)
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id:
+            self.post_message(self.Selected(event.option.id))

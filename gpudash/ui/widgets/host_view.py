@@ -1,0 +1,46 @@
+"""The host view: the header line and one panel per section, filling as sections arrive."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from gpudash.model import HostResult
+from gpudash.ui.panels.base import Panel
+from gpudash.ui.panels.env import EnvPanel
+from gpudash.ui.panels.findings import FindingsPanel
+from gpudash.ui.panels.gpus import GpusPanel
+from gpudash.ui.panels.models import ModelsPanel
+from gpudash.ui.panels.network import NetworkPanel
+from gpudash.ui.panels.toolkit import ToolkitPanel
+from gpudash.ui.panels.topology import TopologyPanel
+from gpudash.ui.widgets.system_line import header
+
+
+class PanelStack(VerticalScroll, can_focus=False):
+    """The panels, scrolled together; not itself a tab stop (its panels are)."""
+
+
+PANELS = (
+    FindingsPanel,
+    GpusPanel,
+    TopologyPanel,
+    ToolkitPanel,
+    EnvPanel,
+    ModelsPanel,
+    NetworkPanel,
+)
+
+
+class HostView(Vertical):
+    def compose(self) -> ComposeResult:
+        yield Static("", id="system-line")
+        with PanelStack(id="panels"):
+            for panel in PANELS:
+                yield panel()
+
+    def show(self, host: HostResult) -> None:
+        self.query_one("#system-line", Static).update(header(host))
+        for panel in self.query(Panel):
+            panel.show(host)

@@ -1,0 +1,196 @@
+"""Task specs, rendering, CUDA tag choice, line assembly and masking: pure, no host."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpudash.config.load import parse_config
+from gpudash.config.model import ConfigError
+from gpudash.tasks.kinds import NoCudaTag, pick_cuda_tag
+from gpudash.tasks.logs import LineAssembler, Masker
+from gpudash.tasks.prepare import Facts, PrepareError, prepare
+from gpudash.tasks.render import exports
+from gpudash.tasks.spec import TaskSpecError, load_tasks, order
+from gpudash.text import clean
+
+HOSTS = '[hosts.a]\naddress = "x"\n'
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(HOSTS + text, "c.toml")
+    return [str(p) for p in info.value.problems]
+
+
+def test_the_builtins_load_and_every_builtin_has_a_key():
+    specs = load_tasks()
+    assert {"uv", "venv", "torch", "serving", "model"} <= set(specs)
+    assert all(s.key for s in specs.values())
+    assert order(specs, ["serving"]) == ["uv", "venv", "torch", "serving"]
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        (
+            '[tasks.venv]\nparams = { path = "relative/dir" }\n',
+            "c.toml:5: tasks.venv.params.path: expected an absolute path or one starting with"
+            ' ~/, got "relative/dir"',
+        ),
+        (
+            '[tasks.model]\nparams = { repo = "not a repo" }\n',
+            "c.toml:5: tasks.model.params.repo: expected a Hugging Face repo id like org/name,"
+            ' got "not a repo"',
+        ),
+        (
+            '[tasks.torch]\nparams = { cuda = "12.8" }\n',
+            'c.toml:5: tasks.torch.params.cuda: expected "auto", "cpu" or a CUDA tag cuNNN'
+            ' (cu118, cu121, cu124, cu126, cu128, cu129, cu130), got "12.8"',
+        ),
+        (
+            '[tasks.x]\ntitle = "x"\nkind = "pip"\nparams = { packages = ["ok", "rm -rf /"] }\n',
+            "c.toml:7: tasks.x.params.packages[1]: expected a package spec like torch or"
+            ' vllm==0.11.0, got "rm -rf /"',
+        ),
+        (
+            '[tasks.x]\ntitle = "x"\nkind = "scrpt"\n',
+            'c.toml:6: tasks.x.kind: unknown kind "scrpt" (did you mean "script"?)',
+        ),
+        (
+            '[tasks.venv]\ntimeout = "soon"\n',
+            'c.toml:5: tasks.venv.timeout: expected seconds or a duration like "45m", got "soon"',
+        ),
+        (
+            '[tasks.x]\ntitle = "x"\nkind = "script"\nrun = "true"\nneeds = ["vnev"]\n',
+            'c.toml:8: tasks.x.needs: unknown task "vnev" (did you mean "venv"?)',
+        ),
+        (
+            '[tasks.x]\ntitle = "x"\nkind = "script"\nrun = "true"\nsecrets = ["hf token"]\n',
+            "c.toml:8: tasks.x.secrets[0]: expected an environment variable name like HF_TOKEN,"
+            ' got "hf token"',
+        ),
+        (
+            '[tasks.x]\ntitle = "x"\nkind = "script"\nrun = "true"\nkey = "v"\n',
+            'c.toml:8: tasks.x.key: key "v" is already task "venv"\'s',
+        ),
+    ],
+)
+def test_a_bad_task_table_is_one_problem_naming_file_line_and_key(table: str, expected: str):
+    assert problems("\n" + table) == [expected]
+
+
+def test_a_config_task_overrides_a_builtin_key_by_key():
+    config = parse_config(HOSTS + '[tasks.venv]\nparams = { python = "3.11" }\n', "c.toml")
+    venv = config.tasks["venv"]
+    assert venv.params == {"path": "~/venvs/serve", "python": "3.11"}
+    assert venv.needs == ("uv",)
+    assert venv.builtin
+
+
+@pytest.mark.parametrize(
+    ("driver", "ccs", "tag"),
+    [
+        ("13.0", ["9.0"] * 8, "cu130"),  # H200 on a new driver
+        ("12.4", ["9.0"], "cu124"),
+        ("12.8", ["12.0"], "cu128"),  # RTX 5090: sm_120
+        ("12.9", ["10.0"], "cu129"),  # B200: sm_100
+        ("12.2", ["8.0"], "cu121"),
+        ("11.8", ["8.6"], "cu118"),
+        (None, [], "cpu"),
+    ],
+)
+def test_the_torch_index_follows_the_driver_and_the_gpus(driver, ccs, tag):
+    assert pick_cuda_tag(driver, ccs) == tag
+
+
+def test_blackwell_on_an_old_driver_is_a_clear_refusal():
+    with pytest.raises(NoCudaTag, match=r"CUDA 12\.6, but these GPUs \(cc 10\.0\) need cu128"):
+        pick_cuda_tag("12.6", ["10.0"])
+
+
+def test_auto_cuda_without_a_probe_says_what_to_set():
+    with pytest.raises(PrepareError, match='cuda = "auto" needs the gpus probe'):
+        prepare(load_tasks()["torch"])
+    torch = prepare(load_tasks()["torch"], Facts("12.8", ("12.0",), known=True))
+    assert "export GPUDASH_INDEX_URL=https://download.pytorch.org/whl/cu128\n" in torch.script
+
+
+def test_values_only_ever_reach_the_shell_as_quoted_exports():
+    nasty = '\'; rm -rf ~ # $(touch /tmp/pwned) `id` "x" \\'
+    script = exports({"GPUDASH_X": nasty}) + 'printf "%s" "$GPUDASH_X"'
+    out = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True)
+    assert out.stdout == nasty
+    assert f"export GPUDASH_X={shlex.quote(nasty)}\n" in script
+
+
+def test_a_secret_is_masked_in_what_a_confirmation_shows():
+    specs = load_tasks()
+    prepared = prepare(specs["model"], environ={"HF_TOKEN": "hf_" + "a" * 34})
+    assert "hf_aaaa" not in prepared.script
+    assert prepared.shown.startswith("export HF_TOKEN=********\n")
+    assert prepared.secrets_env == f"export HF_TOKEN={'hf_' + 'a' * 34}\n"
+
+
+def test_carriage_return_progress_collapses_to_its_last_state_across_chunk_cuts():
+    asm = LineAssembler()
+    lines: list[str] = []
+    partials = []
+    for chunk in [b"start\n 10%\r 50", b"%\r", b"100%", b"\r\n", b"done\r\n\xe2\x82", b"\xac\n"]:
+        lines += asm.feed(chunk)
+        partials.append(asm.partial)
+    assert lines == ["start", "100%", "done", "€"]
+    assert partials[0] == " 50"
+
+
+def test_escapes_are_cleaned_and_tokens_masked_in_lines():
+    asm = LineAssembler(Masker(["s3cret-value"]))
+    out = asm.feed(b"\x1b[31mred\x1b[0m s3cret-value hf_abcdefghijklmnopqrstuvwxyz0123\n")
+    assert out == ["red ******** hf_********"]
+
+
+def test_task_spec_errors_outside_a_config_list_every_problem():
+    with pytest.raises(TaskSpecError) as info:
+        load_tasks({"venv": {"params": {"path": "x", "pyton": "3"}}})
+    assert str(info.value).splitlines() == [
+        'tasks.venv.params.path: expected an absolute path or one starting with ~/, got "x"',
+        'tasks.venv.params.pyton: unknown parameter for kind "venv" (takes: path, python)'
+        " (did you mean 'python'?)",
+    ]
+
+
+def _lines_one_by_one(data: bytes) -> list[str]:
+    """The meaning of a task's output, line by line: a `\\r` followed by more text starts
+    its line over; each finished line is cleaned and masked on its own."""
+    mask = Masker(["s3cret"])
+    out = []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    for i, line in enumerate(lines):
+        kept = ""
+        for piece in line.split("\r"):
+            kept = piece or kept
+        if i < len(lines) - 1 or kept:  # an unfinished last line counts once it has text
+            out.append(mask(clean(kept)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "é", "\r", "\n", "\r\n", "\x1b]0;t", "\x07", "\x1b[1m", "s3cret"])
+    ),
+    st.lists(st.integers(min_value=1, max_value=7)),
+)
+def test_a_log_reads_the_same_however_the_stream_was_cut(pieces, cuts) -> None:  # type: ignore[no-untyped-def]
+    data = "".join(pieces).encode()
+    asm = LineAssembler(Masker(["s3cret"]))
+    got, at = [], 0
+    for n in cuts:
+        got += asm.feed(data[at : at + n])
+        at += n
+    got += asm.feed(data[at:], final=True)
+    assert got == _lines_one_by_one(data)
