@@ -21,7 +21,7 @@ from tests.support import netrig_net
 from tests.support.netrig import NetRig
 from tests.support.sshd import run_script
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def probe_json(rig: NetRig, config: Path, *args: str, timeout: float = 60) -> dict:
@@ -93,8 +93,8 @@ def test_a_closed_rig_leaves_nothing_behind(tmp_path: Path):
 
 def test_a_rig_whose_owner_died_is_removed_by_the_next_one(tmp_path: Path):
     code = (
-        "import sys, os; sys.path.insert(0, 'tests');"
-        "from netrig import NetRig; r = NetRig(1, sys.argv[1]).up();"
+        "import sys, os;"
+        "from tests.support.netrig import NetRig; r = NetRig(1, sys.argv[1]).up();"
         "print(r.run, flush=True); os._exit(0)"  # no atexit, no teardown: a killed run
     )
     dead = subprocess.run(
