@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudash.tasks import render
+from gpudash.tasks.copy.scripts import preview as copy_preview
 from gpudash.tasks.kinds import NoCudaTag, pick_cuda_tag
 from gpudash.tasks.spec import TaskSpec
 
@@ -136,8 +137,6 @@ def prepare(
             notes.append(f"secret {name} is not set here: the host's own login is used")
     script = render.task_script(env, body, paths=paths)
     if spec.kind == "copy":  # gpudash streams it: show what each end runs
-        from gpudash.tasks.copy.scripts import preview
-
-        script = preview(spec.params)
+        script = copy_preview(spec.params)
     check = render.check_script(env, spec.check, paths=paths) if spec.check else None
     return Prepared(spec, script, check, secrets, files, tuple(notes))

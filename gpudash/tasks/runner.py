@@ -9,15 +9,14 @@ Each task on each host yields the events of `gpudash.tasks.events`, ending in ex
 event. A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), then `jobs.launch`
 (or attach to the run already going: `TaskStarted(attached=True)`), then the log streamed from
 byte offset 0 and re-attached from the byte count received after any drop, so no line is lost
-or doubled, then the rc file. Setting `cancel` stops the remote process group; the stream goes
-on until the job's end is read, then says TaskCancelled.
+or doubled, then the rc file (`JobFollower`). Setting `cancel` stops the remote process group;
+the stream goes on until the job's end is read, then says TaskCancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets as _secrets
 import time
 from collections.abc import AsyncIterator
 
@@ -58,6 +57,22 @@ async def run_check(transport: Transport, prepared: Prepared) -> int | None:
         await process.close()
 
 
+async def check_ends_run(host: str, transport: Transport, prepared: Prepared) -> TaskEvent | None:
+    """The end event when the task's check ends the run before it starts (already done, or
+    the connection lost); None when the task is to run. Raises TransportError.
+
+    Shared with the copy kind (`gpudash.tasks.copy.kind`), which runs its check the same way."""
+    name = prepared.spec.name
+    if prepared.check is None:
+        return None
+    code = await run_check(transport, prepared)
+    if code == 0:
+        return TaskSkipped(host, name, "already done (its check exited 0)")
+    if code is None:
+        return TaskLost(host, name, "connection lost during the check")
+    return None
+
+
 async def _reconnect(transport: Transport, until: float) -> bool:
     delay = 0.2
     while time.monotonic() < until:
@@ -68,9 +83,6 @@ async def _reconnect(transport: Transport, until: float) -> bool:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
     return False
-
-
-_END = object()
 
 
 async def run_task(
@@ -88,32 +100,27 @@ async def run_task(
     spec = prepared.spec
     name = spec.name
     cancel = cancel or asyncio.Event()
-    mask = Masker(prepared.secrets.values())
     yield TaskQueued(host, name)
     if cancel.is_set():
         yield TaskCancelled(host, name, 0.0)
         return
     try:
-        if check and prepared.check is not None:
-            code = await run_check(transport, prepared)
-            if code == 0:
-                yield TaskSkipped(host, name, "already done (its check exited 0)")
+        if check:
+            ended = await check_ends_run(host, transport, prepared)
+            if ended is not None:
+                yield ended
                 return
-            if code is None:
-                yield TaskLost(host, name, "connection lost during the check")
-                return
-        run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + _secrets.token_hex(3)
-        launched = await jobs.launch(
-            transport,
+        launch = jobs.Launch(
             name,
             prepared.script,
-            run_id=run_id,
+            run_id=jobs.new_run_id(),
             secrets=prepared.secrets_env,
             files=prepared.files,
             timeout=spec.timeout,
             sudo=spec.sudo,
             root=root,
         )
+        launched = await jobs.launch(transport, launch)
     except TransportError as exc:
         yield TaskLost(host, name, exc.reason)
         return
@@ -122,32 +129,27 @@ async def run_task(
         return
 
     log = TaskLog(host, name)
-    started = time.monotonic()
+    follower = JobFollower(
+        host,
+        name,
+        transport,
+        launched.run,
+        log=log,
+        assembler=LineAssembler(Masker(prepared.secrets.values())),
+        cancel=cancel,
+        root=root,
+        reconnect_for=reconnect_for,
+        cancel_grace=cancel_grace,
+        affects=spec.affects,
+    )
     yield TaskStarted(host, name, launched.run, launched.busy, str(log.path), time.time())
-    assembler = LineAssembler(mask)
-    offset = 0
-    wanted_cancel = False
     try:
-        async for event in _follow(
-            host,
-            name,
-            transport,
-            launched.run,
-            assembler,
-            log,
-            cancel,
-            root,
-            reconnect_for,
-            cancel_grace,
-            started,
-        ):
-            if isinstance(event, TaskOutput):
-                offset = event.offset
-            elif isinstance(event, TaskCancelled):
-                wanted_cancel = True
-            yield event
+        async with contextlib.aclosing(follower.events()) as events:
+            async for event in events:
+                yield event
     finally:
-        log.write([f"# gpudash: offset {offset}{' (cancel asked)' if wanted_cancel else ''}"])
+        asked = " (cancel asked)" if follower.said_cancelled else ""
+        log.write([f"# gpudash: offset {follower.offset}{asked}"])
         log.close()
 
 
@@ -162,162 +164,242 @@ async def follow_job(
 ) -> AsyncIterator[TaskEvent]:
     """A job found running on the host (gpudash restarted): its log from byte 0 to its end.
 
-    Unlike `run_task` nothing is launched, so a job that ends meanwhile is never re-run."""
-    cancel = cancel or asyncio.Event()
+    Unlike `run_task` nothing is launched, so a job that ends meanwhile is never re-run. No
+    spec is at hand here, so its TaskFinished names no sections (`affects` empty)."""
     log = TaskLog(host, task)
-    started = time.monotonic()
+    follower = JobFollower(
+        host,
+        task,
+        transport,
+        run,
+        log=log,
+        assembler=LineAssembler(Masker()),
+        cancel=cancel or asyncio.Event(),
+        root=root,
+    )
     yield TaskStarted(host, task, run, True, str(log.path), time.time())
     try:
-        async for event in _follow(
-            host,
-            task,
-            transport,
-            run,
-            LineAssembler(Masker()),
-            log,
-            cancel,
-            root,
-            RECONNECT_FOR_S,
-            CANCEL_GRACE_S,
-            started,
-        ):
-            yield event
+        async with contextlib.aclosing(follower.events()) as events:
+            async for event in events:
+                yield event
     finally:
         log.close()
 
 
-async def _follow(
-    host: str,
-    name: str,
-    transport: Transport,
-    run: str | None,
-    assembler: LineAssembler,
-    log: TaskLog,
-    cancel: asyncio.Event,
-    root: str | None,
-    reconnect_for: float,
-    cancel_grace: float,
-    started: float,
-) -> AsyncIterator[TaskEvent]:
-    offset = 0
-    cancel_task: asyncio.Task[jobs.JobStatus] | None = None
-    cancel_wait = asyncio.ensure_future(cancel.wait())
+# --- following a job to its end ------------------------------------------------------------------
 
-    def output(data: bytes, final: bool = False) -> TaskOutput:
-        nonlocal offset
-        offset += len(data)
-        lines = assembler.feed(data, final=final)
-        log.write(lines)
-        return TaskOutput(host, name, tuple(lines), assembler.partial, offset)
+_END = object()  # the attach stream ended (the job ended, or attach's own timeout)
 
-    def start_cancel() -> None:
-        nonlocal cancel_task
-        if cancel_task is None or (cancel_task.done() and cancel_task.exception() is not None):
-            cancel_task = asyncio.ensure_future(
-                jobs.cancel(transport, name, grace=cancel_grace, root=root)
-            )
 
-    try:
-        while True:
-            queue: asyncio.Queue[object] = asyncio.Queue()
+class JobFollower:
+    """One job's log followed from the host to the job's end, as task events.
 
-            async def pump(start: int, queue: asyncio.Queue[object] = queue) -> None:
-                try:
-                    async for chunk in jobs.attach(transport, name, start, root=root):
-                        await queue.put(chunk)
-                    await queue.put(_END)
-                except TransportError as exc:
-                    await queue.put(exc)
+    The steps, each a method: `_read_log` streams the log from `offset` (one attach) while
+    watching `cancel`; `_status` asks the job directory what happened; on a dropped connection
+    `_reconnected` retries for `reconnect_for` seconds and the next attach resumes from
+    `offset`, the count of bytes already received; `_fetch_rest` picks up bytes the attach did
+    not deliver; `_end` writes the tail and says the one end event. A cancel asked for
+    (`cancel` set) runs `jobs.cancel` beside the stream, retried after a reconnect if it failed.
+    """
 
-            pumper = asyncio.ensure_future(pump(offset))
-            failure: TransportError | None = None
-            try:
-                while True:
-                    if not cancel_wait.done():
-                        getter = asyncio.ensure_future(queue.get())
-                        try:
-                            await asyncio.wait(
-                                {getter, cancel_wait}, return_when=asyncio.FIRST_COMPLETED
-                            )
-                        finally:
-                            if not getter.done():
-                                getter.cancel()
-                        if cancel_wait.done():
-                            start_cancel()
-                        try:
-                            item = await getter
-                        except asyncio.CancelledError:
-                            if not getter.cancelled():
-                                raise
-                            continue
-                    else:
-                        item = await queue.get()
-                    if item is _END:
-                        break
-                    if isinstance(item, TransportError):
-                        failure = item
-                        break
-                    assert isinstance(item, bytes)
-                    yield output(item)
-            finally:
-                pumper.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pumper
+    def __init__(
+        self,
+        host: str,
+        task: str,
+        transport: Transport,
+        run: str | None,
+        *,
+        log: TaskLog,
+        assembler: LineAssembler,
+        cancel: asyncio.Event,
+        root: str | None = None,
+        reconnect_for: float = RECONNECT_FOR_S,
+        cancel_grace: float = CANCEL_GRACE_S,
+        affects: tuple[str, ...] = (),
+    ) -> None:
+        self.host = host
+        self.task = task
+        self.transport = transport
+        self.run = run
+        self.log = log
+        self.assembler = assembler
+        self.cancel = cancel
+        self.root = root
+        self.reconnect_for = reconnect_for
+        self.cancel_grace = cancel_grace
+        self.affects = affects
+        self.offset = 0
+        """Bytes of the host's log received so far: where the next attach starts."""
+        self.said_cancelled = False
+        """True once the TaskCancelled end has been said (the local log notes it)."""
+        self._started = time.monotonic()
+        self._failure: TransportError | None = None
+        self._cancel_job: asyncio.Task[jobs.JobStatus] | None = None
+        self._cancel_wait: asyncio.Future[bool] | None = None
 
-            try:
-                if failure is not None:
-                    raise failure
-                status = await jobs.status(transport, name, root=root)
-            except TransportError:
-                if not await _reconnect(transport, time.monotonic() + reconnect_for):
-                    yield TaskLost(
-                        host,
-                        name,
-                        "connection lost and not back in time; the job "
-                        "may still be running on the host: run the task again to attach",
-                    )
+    async def events(self) -> AsyncIterator[TaskEvent]:
+        """TaskOutput events, then exactly one end event (finished, cancelled or lost)."""
+        self._cancel_wait = asyncio.ensure_future(self.cancel.wait())
+        try:
+            while True:
+                async with contextlib.aclosing(self._read_log()) as outputs:
+                    async for output in outputs:
+                        yield output
+                status = await self._status()
+                if status is None:
+                    if not await self._reconnected():
+                        yield TaskLost(
+                            self.host,
+                            self.task,
+                            "connection lost and not back in time; the job "
+                            "may still be running on the host: run the task again to attach",
+                        )
+                        return
+                    continue
+                if self.run is not None and status.run not in (None, self.run):
+                    replaced = f"replaced on the host by run {status.run}"
+                    yield TaskLost(self.host, self.task, replaced)
                     return
-                if cancel_task is not None and cancel_task.done() and cancel_task.exception():
-                    start_cancel()
-                continue
-            if run is not None and status.run not in (None, run):
-                yield TaskLost(host, name, f"replaced on the host by run {status.run}")
+                if status.state == "running":
+                    continue  # the attach timed out or ended early: follow on from offset
+                if status.size > self.offset:
+                    rest = await self._fetch_rest()
+                    if rest is None:
+                        continue
+                    if rest:
+                        yield self._output(rest)
+                    if self.offset < status.size:
+                        continue
+                for event in self._end(status):
+                    self.said_cancelled = isinstance(event, TaskCancelled)
+                    yield event
                 return
-            if status.state == "running":
-                continue  # the attach timed out or ended early: follow on from offset
-            if status.size > offset:
-                try:
-                    rest = await jobs.fetch(transport, name, offset, root=root)
-                except TransportError:
+        finally:
+            self._cancel_wait.cancel()
+            if self._cancel_job is not None and not self._cancel_job.done():
+                with contextlib.suppress(Exception):
+                    await self._cancel_job
+
+    # ---- the steps ------------------------------------------------------------------------------
+
+    async def _read_log(self) -> AsyncIterator[TaskOutput]:
+        """One attach: the log from `offset` until the stream ends or drops (`_failure`)."""
+        self._failure = None
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        pumper = asyncio.ensure_future(self._pump(queue))
+        try:
+            while True:
+                item = await self._next(queue)
+                if item is None:
                     continue
-                if rest:
-                    yield output(rest)
-                if offset < status.size:
-                    continue
-            tail = assembler.feed(b"", final=True)
-            if tail:
-                log.write(tail)
-                yield TaskOutput(host, name, tuple(tail), "", offset)
-            elapsed = time.monotonic() - started
-            if status.state == "cancelled":
-                log.write([f"# gpudash: cancelled (rc {status.rc})"])
-                yield TaskCancelled(host, name, elapsed)
-            elif status.state == "finished" and status.rc is not None:
-                timed_out = status.reason == "timeout"
-                log.write([f"# gpudash: rc {status.rc}{' (timed out)' if timed_out else ''}"])
-                spec_affects: tuple[str, ...] = ()
-                yield TaskFinished(host, name, status.rc, elapsed, timed_out, spec_affects)
-            else:
-                log.write(["# gpudash: lost"])
-                yield TaskLost(
-                    host,
-                    name,
+                if item is _END:
+                    return
+                if isinstance(item, TransportError):
+                    self._failure = item
+                    return
+                assert isinstance(item, bytes)
+                yield self._output(item)
+        finally:
+            pumper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pumper
+
+    async def _pump(self, queue: asyncio.Queue[object]) -> None:
+        """The attach's chunks into `queue`, then `_END` or the TransportError that ended it."""
+        try:
+            async for chunk in jobs.attach(self.transport, self.task, self.offset, root=self.root):
+                await queue.put(chunk)
+            await queue.put(_END)
+        except TransportError as exc:
+            await queue.put(exc)
+
+    async def _next(self, queue: asyncio.Queue[object]) -> object | None:
+        """The next item of `queue`; while no cancel has been asked for, a cancel asked for
+        first starts `jobs.cancel` and gives None (ask again)."""
+        assert self._cancel_wait is not None
+        if self._cancel_wait.done():
+            return await queue.get()
+        getter = asyncio.ensure_future(queue.get())
+        try:
+            await asyncio.wait({getter, self._cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
+        if self._cancel_wait.done():
+            self._start_cancel()
+        try:
+            return await getter
+        except asyncio.CancelledError:
+            if not getter.cancelled():
+                raise
+            return None
+
+    async def _status(self) -> jobs.JobStatus | None:
+        """The job directory's status, or None when the connection dropped."""
+        try:
+            if self._failure is not None:
+                raise self._failure
+            return await jobs.status(self.transport, self.task, root=self.root)
+        except TransportError:
+            return None
+
+    async def _reconnected(self) -> bool:
+        """Back within `reconnect_for` seconds; a cancel that failed meanwhile is asked again."""
+        if not await _reconnect(self.transport, time.monotonic() + self.reconnect_for):
+            return False
+        job = self._cancel_job
+        if job is not None and job.done() and job.exception():
+            self._start_cancel()
+        return True
+
+    async def _fetch_rest(self) -> bytes | None:
+        """The log's bytes past `offset` that the attach did not deliver; None if it failed."""
+        try:
+            return await jobs.fetch(self.transport, self.task, self.offset, root=self.root)
+        except TransportError:
+            return None
+
+    def _end(self, status: jobs.JobStatus) -> list[TaskEvent]:
+        """The unfinished line, if any, then the one end event the job's status says."""
+        said: list[TaskEvent] = []
+        tail = self.assembler.feed(b"", final=True)
+        if tail:
+            self.log.write(tail)
+            said.append(TaskOutput(self.host, self.task, tuple(tail), "", self.offset))
+        elapsed = time.monotonic() - self._started
+        if status.state == "cancelled":
+            self.log.write([f"# gpudash: cancelled (rc {status.rc})"])
+            said.append(TaskCancelled(self.host, self.task, elapsed))
+        elif status.state == "finished" and status.rc is not None:
+            timed_out = status.reason == "timeout"
+            self.log.write([f"# gpudash: rc {status.rc}{' (timed out)' if timed_out else ''}"])
+            said.append(
+                TaskFinished(self.host, self.task, status.rc, elapsed, timed_out, self.affects)
+            )
+        else:
+            self.log.write(["# gpudash: lost"])
+            said.append(
+                TaskLost(
+                    self.host,
+                    self.task,
                     "the job ended on the host without an exit code "
                     "(killed, out of memory, or the host rebooted)",
                 )
-            return
-    finally:
-        cancel_wait.cancel()
-        if cancel_task is not None and not cancel_task.done():
-            with contextlib.suppress(Exception):
-                await cancel_task
+            )
+        return said
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _output(self, data: bytes) -> TaskOutput:
+        self.offset += len(data)
+        lines = self.assembler.feed(data)
+        self.log.write(lines)
+        return TaskOutput(self.host, self.task, tuple(lines), self.assembler.partial, self.offset)
+
+    def _start_cancel(self) -> None:
+        """`jobs.cancel` beside the stream, unless one is going or has succeeded."""
+        job = self._cancel_job
+        if job is None or (job.done() and job.exception() is not None):
+            self._cancel_job = asyncio.ensure_future(
+                jobs.cancel(self.transport, self.task, grace=self.cancel_grace, root=self.root)
+            )
