@@ -20,13 +20,9 @@ from gpudash.config.schema import (
     TOP_LEVEL,
     UI_KEYS,
     Key,
-    Report,
     check_table,
-    has_control,
-    show,
-    suggest,
-    toml_type,
 )
+from gpudash.config.values import Report, has_control, show, suggest, toml_type
 
 _TOML_KEY = {key.field: name for name, key in HOST_KEYS.items()}
 _FLEET_FIELDS = {key.field for key in FLEET_KEYS.values()}

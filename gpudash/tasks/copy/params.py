@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpudash.config.schema import Report, show, suggest
+from gpudash.config.values import Report, show, suggest
 
 
 @dataclass(frozen=True)
