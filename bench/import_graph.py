@@ -3,6 +3,8 @@
     python -m bench.import_graph            summary, layer-by-layer counts, every loop
     python -m bench.import_graph --edges    and every edge, `a -> b  (function)` when the import
                                             sits inside a function
+    python -m bench.import_graph --root DIR  the gpudash/ package under DIR (another commit's
+                                            tree: `git archive 070fcbc gpudash | tar -x -C DIR`)
 
 Read with `ast`, never by importing, so a loop shows even when a function-level import is what
 holds it apart at run time. Counted: module-level imports and imports inside functions (both
@@ -201,12 +203,23 @@ def _shortest(
     return None
 
 
+def describe(loop: list[str], edges: list[Edge]) -> str:
+    """`a -> b (function) -> a`: a loop, each hop marked when its import sits in a function."""
+    hops = [loop[0]]
+    for a, b in itertools.pairwise(loop):
+        late = any(e.in_function for e in edges if e.source == a and e.target == b)
+        hops.append(f"{b} (function)" if late else b)
+    return " -> ".join(hops)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.import_graph", description=__doc__)
     parser.add_argument("--edges", action="store_true", help="print every edge too")
+    parser.add_argument("--root", type=Path, help="read DIR/gpudash instead of this checkout's")
     args = parser.parse_args(argv)
-    names = module_names()
-    edges = build_graph()
+    root = args.root / PACKAGE if args.root else ROOT
+    names = module_names(root)
+    edges = build_graph(root)
     graph = adjacency(edges)
     late = [e for e in edges if e.in_function]
     print(
@@ -224,11 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + ", ".join(group))
     print(f"{len(loops)} loops (the shortest through each edge of a group):")
     for loop in loops:
-        hops = []
-        for a, b in itertools.pairwise(loop):
-            late_hop = any(e.in_function for e in edges if e.source == a and e.target == b)
-            hops.append(f"{b}{' (function)' if late_hop else ''}")
-        print(f"  {loop[0]} -> " + " -> ".join(hops))
+        print("  " + describe(loop, edges))
     return 0
 
 
