@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gpudash.checks import Finding, Severity, counts, worst_severity
+from gpudash.checks.fixes import fix_phrase
 from gpudash.model import HostResult, to_jsonable
 from gpudash.summary import human_bytes
 
@@ -99,11 +100,8 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
         if f.why:
             lines.append(f"  - Why: {md(f.why)}")
         if f.fix:
-            task = ""
-            if f.fix_task:
-                key = f", key `{f.fix_key}`" if f.fix_key else ""
-                task = f" (task `{f.fix_task}`{key})"
-            lines.append(f"  - Fix: {md(f.fix)}{task}")
+            task = fix_phrase(f.fix_task, f.fix_key, "markdown")
+            lines.append(f"  - Fix: {md(f.fix)}{' ' + task if task else ''}")
         facts = _facts(f.facts)
         if facts:
             lines.append(f"  - Facts: {facts}")

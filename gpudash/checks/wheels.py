@@ -8,22 +8,14 @@ cu130 build no Volta ones (gpudash.checks.cuda).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_run, can_target, cc_tuple, driver_cuda, min_driver_for
-from gpudash.checks.versions import Version, parse_version, short
+from gpudash.checks.versions import Version, local_cuda, parse_version, short
 
 FLASHINFER = ("flashinfer-python", "flashinfer", "flashinfer-jit-cache", "flashinfer-cubin")
-_LOCAL_CUDA = re.compile(r"\+cu(\d{1,2})(\d)(?!\d)")
-
-
-def local_cuda(version: str | None) -> Version | None:
-    """`2.11.0+cu130` -> (13, 0); `0.1.6+cu124torch2.4` -> (12, 4)."""
-    m = _LOCAL_CUDA.search(version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def check(ctx: Context) -> list[Finding]:

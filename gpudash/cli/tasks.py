@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
-from gpudash.config.schema import suggest
+from gpudash.config.values import suggest
 
 if TYPE_CHECKING:
     from gpudash.config.model import Config, HostConfig

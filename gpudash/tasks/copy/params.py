@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpudash.config.schema import Report, show, suggest
+from gpudash.config.values import Report, show, suggest
 
 if TYPE_CHECKING:
     from gpudash.tasks.spec import TaskSpec
