@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from gpudash.cli.errors import ExitCode, UsageError
@@ -67,7 +67,7 @@ def tasks_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCo
     config = load(args)
     specs = _specs(config)
     if args.host is None:
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (s.key or "-", s.name, s.kind, ",".join(s.needs) or "-", s.title)
             for s in specs.values()
         ]
@@ -81,7 +81,7 @@ def tasks_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCo
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], out: TextIO) -> None:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:
         cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
@@ -214,7 +214,7 @@ async def _show(
                 for note in prepared.notes:
                     out.write(f"# note: {note}\n")
                 if prepared.check:
-                    out.write(f"# check (exit 0 = already done): {spec.check.strip()}\n")
+                    out.write(f"# check (exit 0 = already done): {(spec.check or '').strip()}\n")
                 out.write(prepared.shown)
     out.flush()
     return code
