@@ -14,7 +14,6 @@ from pathlib import Path
 
 from gpudash.cli.errors import UsageError
 from gpudash.config.model import Config, HostConfig
-from gpudash.config.schema import suggest
 from gpudash.saved import load_host, saved_hosts
 
 
@@ -85,6 +84,9 @@ def require_hosts(config: Config, names: Sequence[str]) -> list[HostConfig]:
     by_name = {h.name: h for h in config.hosts}
     for name in names:
         if name not in by_name:
+            # Here, not at the top: a probe of a replay dir otherwise never imports the schema.
+            from gpudash.config.schema import suggest
+
             where = config.path or "the default config"
             near = suggest(name, list(by_name))
             listed = ", ".join(by_name) or "none"

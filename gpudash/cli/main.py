@@ -23,14 +23,14 @@ from typing import NoReturn
 from gpudash import __version__
 from gpudash.cli.errors import ExitCode, UsageError
 
-# The module that owns each command, by name.
+# The module that owns each command, by name, in the order help lists them.
 COMMAND_MODULES: dict[str, str] = {
     "probe": "gpudash.cli.probe",
     "parse": "gpudash.cli.parse",
-    "check": "gpudash.cli.check",
-    "report": "gpudash.cli.report",
     "tasks": "gpudash.cli.tasks",
     "run": "gpudash.cli.tasks",
+    "check": "gpudash.cli.check",
+    "report": "gpudash.cli.report",
 }
 
 
