@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gpudash.checks import Finding, Severity, counts, worst_severity
+from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.model import HostResult, to_jsonable
 from gpudash.summary import human_bytes
 

@@ -9,14 +9,17 @@ cu130 build no Volta ones (gpudash.checks.cuda).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_run, can_target, cc_tuple, driver_cuda, min_driver_for
+from gpudash.checks.finding import Fact, Finding, Severity
 from gpudash.checks.versions import Version, parse_version, short
 
 FLASHINFER = ("flashinfer-python", "flashinfer", "flashinfer-jit-cache", "flashinfer-cubin")
+if TYPE_CHECKING:
+    from gpudash.probe.sections.env import Venv
+
 _LOCAL_CUDA = re.compile(r"\+cu(\d{1,2})(\d)(?!\d)")
 
 
@@ -50,7 +53,7 @@ def check(ctx: Context) -> list[Finding]:
     for venv in with_torch:
         version = venv.packages["torch"]
         cuda = parse_version(venv.torch_cuda) if venv.torch_cuda else None
-        facts: dict[str, Any] = {
+        facts: dict[str, Fact] = {
             "venv": venv.path,
             "torch": version,
             "torch_cuda": venv.torch_cuda,
@@ -165,7 +168,7 @@ def _arch(
     return out
 
 
-def _flashinfer(ctx: Context, ccs: dict[tuple[int, int], list[int]], venv: Any) -> list[Finding]:
+def _flashinfer(ctx: Context, ccs: dict[tuple[int, int], list[int]], venv: Venv) -> list[Finding]:
     out: list[Finding] = []
     for name in FLASHINFER:
         version = venv.packages.get(name)

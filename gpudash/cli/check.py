@@ -25,7 +25,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TextIO
 
-from gpudash.checks import Finding, Severity, check_fleet, counts, worst_severity
+from gpudash.checks import check_fleet
+from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.cli.main import EXIT_USAGE, UsageError, add_config_option, load
 from gpudash.config.model import Config
 from gpudash.model import Event, HostResult, ProbeFinished, apply

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudash.checks import Severity, run_checks
+from gpudash.checks import run_checks
+from gpudash.checks.finding import Severity
 from gpudash.config.load import parse_config
 from gpudash.config.model import ConfigError
 from tests.support.hosts import C, df, host, model_dir, target
