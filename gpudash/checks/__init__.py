@@ -12,6 +12,8 @@ Check families, one module each: `driver` (driver vs toolkit), `wheels` (torch/F
 driver and GPU arch), `nvlink`, `gpus`, `disk`, `network`, `env`, `expect` (the config's
 `expect` tables) and `compare` (hosts sharing a tag). Each family that had data to look at and
 found nothing wrong says so with one `ok` finding, so a report shows what was checked.
+`Finding` and `Severity` live in `finding`, the tag groups `compare` reads in `groups`, what
+every check reads in `context`.
 """
 
 from __future__ import annotations
