@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpudash.checks import Finding, Severity, counts, worst_severity
+from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.model import HostResult, to_jsonable
 from gpudash.summary import human_bytes

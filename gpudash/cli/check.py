@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from gpudash.checks import Finding, Severity, counts, worst_severity
+from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.cli.errors import ExitCode
 from gpudash.cli.hosts import add_config_option, replayed, require_hosts, with_peers

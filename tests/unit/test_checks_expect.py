@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpudash.checks import Severity, run_checks
+from gpudash.checks import run_checks
+from gpudash.checks.finding import Severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.checks.versions import local_cuda
 from gpudash.config.load import parse_config

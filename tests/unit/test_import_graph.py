@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.text",
             "gpudash.aio",
             "gpudash.checks.versions",
+            "gpudash.units",
             "gpudash.config.model",
         ),
     ),
@@ -51,7 +52,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("faces", ("gpudash.report", "gpudash.cli", "gpudash.ui", "gpudash.__main__")),
 )
 
-LEAVES = ("gpudash.text", "gpudash.aio", "gpudash.checks.versions", "gpudash.config.model")
+LEAVES = (
+    "gpudash.text",
+    "gpudash.aio",
+    "gpudash.units",
+    "gpudash.checks.versions",
+    "gpudash.config.model",
+)
 """Modules anyone may import: they import nothing of gpudash (config.model only for types)."""
 
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {
