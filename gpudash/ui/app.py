@@ -32,6 +32,7 @@ from gpudash.ui.messages import ProbeEvent, TaskEvent
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.probing import HeapSettler, ProbeRouter
 from gpudash.ui.screens.main import MainScreen
+from gpudash.ui.shutdown import stop_io
 from gpudash.ui.task_actions import TaskActions
 from gpudash.ui.widgets.fleet_rows import FleetRows
 from gpudash.ui.widgets.footer import Footer
@@ -344,24 +345,10 @@ class GpudashApp(App[int]):
         if self.quitting:
             return
         self.quitting = True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + QUIT_BUDGET_S
-        # Task workers only follow their jobs: stopping them leaves the jobs running,
-        # detached, on the hosts (a restart finds them again).
-        workers = [
-            w for w in self.workers if (w.group or "").startswith(("probe:", "task:", "jobs:"))
-        ]
-        for worker in workers:
-            worker.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(
-                self.workers.wait_for_complete(workers), max(0.05, deadline - loop.time())
-            )
+        closers = [self.fleet.close]
         if self._head_start is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._head_start.close(), max(0.05, deadline - loop.time()))
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.fleet.close(), max(0.05, deadline - loop.time()))
+            closers.insert(0, self._head_start.close)
+        await stop_io(self.workers, closers, QUIT_BUDGET_S)
         self.exit(0)
 
     def action_help_quit(self) -> None:
