@@ -78,10 +78,27 @@ def _cc(text: str | None) -> tuple[int, int] | None:
     return (v[0], v[1]) if v is not None and len(v) >= 2 else None
 
 
-def driver_path(cuda: tuple[int, int], driver: str | None) -> tuple[str, str]:
-    """How a CUDA `cuda` build runs on `driver`, and why, from NVIDIA's tables."""
+def driver_path(
+    cuda: tuple[int, int], driver: str | None, reported_cuda: str | None = None
+) -> tuple[str, str]:
+    """How a CUDA `cuda` build runs on `driver`, and why, from NVIDIA's tables.
+
+    `reported_cuda` is the "CUDA Version" nvidia-smi printed: the newest CUDA the driver runs
+    natively, which settles the question without the table (and without a driver version: a
+    driver natively at X.y is at least X.y's GA driver, so at least the MVC floor of X).
+    """
     d = parse_version(driver)
     name = f"CUDA {cuda[0]}.{cuda[1]}"
+    top = _cc(reported_cuda)
+    if top is not None:
+        label = f"driver {driver or '?'} (CUDA {top[0]}.{top[1]})"
+        if cuda <= top:
+            return "native", f"{label} runs {name} natively"
+        if cuda[0] == top[0] and cuda[0] in MVC_MIN_DRIVER:
+            return "mvc", f"{label} runs {name} through minor-version compatibility"
+        if d is None:
+            need = NATIVE_MIN_DRIVER.get(cuda) or MVC_MIN_DRIVER.get(cuda[0]) or "?"
+            return "none", f"{label} is older than {need}, the minimum for {name}"
     if d is None:
         return "unknown", "driver version unknown"
     native = parse_version(NATIVE_MIN_DRIVER.get(cuda))
@@ -94,7 +111,12 @@ def driver_path(cuda: tuple[int, int], driver: str | None) -> tuple[str, str]:
             f"driver {driver} runs {name} through minor-version compatibility (>= {floor})",
         )
     need = NATIVE_MIN_DRIVER.get(cuda) if floor is None else floor
-    return "none", f"driver {driver} is older than {need}, the minimum for {name}"
+    return "none", f"driver {driver} is older than {need or '?'}, the minimum for {name}"
+
+
+def min_driver(cuda: tuple[int, int]) -> str | None:
+    """The oldest driver that runs a CUDA `cuda` build at all (MVC floor, else native)."""
+    return MVC_MIN_DRIVER.get(cuda[0]) or NATIVE_MIN_DRIVER.get(cuda)
 
 
 def gpu_fit(arch_list: str, cc_text: str | None, mvc: bool = False) -> GpuFit:
@@ -137,9 +159,14 @@ def _gpu_reason(build_name: str, fits: Sequence[GpuFit]) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def torch_runs_here(build: TorchBuild, driver: str | None, ccs: Sequence[str | None]) -> Verdict:
+def torch_runs_here(
+    build: TorchBuild,
+    driver: str | None,
+    ccs: Sequence[str | None],
+    reported_cuda: str | None = None,
+) -> Verdict:
     """Whether `build` runs on `driver` with GPUs of compute capabilities `ccs`."""
-    path, why = driver_path(build.cuda, driver)
+    path, why = driver_path(build.cuda, driver, reported_cuda)
     fits = tuple(gpu_fit(build.arch_list, cc, mvc=path == "mvc") for cc in ccs)
     name = f"torch {build.release}+{build.variant}"
     sev = _worst(
@@ -178,13 +205,25 @@ def choose_torch(
     ccs: Sequence[str | None],
     pin_torch: str | None = None,
     pin_cuda: str | None = None,
+    reported_cuda: str | None = None,
 ) -> Choice:
     """The newest torch release with a variant that runs on every GPU under `driver`.
 
     Within a release a clean verdict beats a warning, native beats MVC, newer CUDA wins ties.
     `pin_torch` ("2.9.*", "2.9") and `pin_cuda` ("cu126") narrow the candidates; a pin that
-    cannot run is refused with the reason of the pinned build itself.
+    cannot run is refused with the reason of the pinned build itself. A GPU without a known
+    cc, or a driver of unknown version, is a refusal that says so: never a guess.
     """
+    missing = [str(i) for i, cc in enumerate(ccs) if _cc(cc) is None]
+    if missing:
+        return Choice(
+            None,
+            None,
+            f"compute capability unknown for GPU {', '.join(missing)}: "
+            'cannot tell which wheels have its kernels; set cuda = "cuNNN"',
+        )
+    if parse_version(driver) is None and _cc(reported_cuda) is None:
+        return Choice(None, None, 'driver version unknown: set cuda = "cuNNN"')
     prefix = (pin_torch or "").rstrip("*").rstrip(".")
     wanted = [
         r
@@ -197,8 +236,8 @@ def choose_torch(
         for build in builds_of(release):
             if pin_cuda and build.variant != pin_cuda:
                 continue
-            v = torch_runs_here(build, driver, ccs)
-            if v.runs:
+            v = torch_runs_here(build, driver, ccs, reported_cuda)
+            if v.runs and v.driver_path != "unknown":
                 ok.append((build, v))
             elif last is None or not (pin_torch or pin_cuda):
                 last = (build, v)  # pinned: the newest pinned build; else the oldest tried
@@ -214,9 +253,15 @@ def choose_torch(
     return Choice(None, v, lead + v.reason)
 
 
-def suggest_fix(driver: str | None, ccs: Sequence[str | None], build: TorchBuild) -> str:
-    """The exact way out for a build that cannot run: same variant on an older release that
-    still has the kernels, or the release gpudash would pick."""
+def suggest_fix(
+    driver: str | None,
+    ccs: Sequence[str | None],
+    build: TorchBuild,
+    reported_cuda: str | None = None,
+) -> str:
+    """The exact way out for a build that cannot run: the same release in another variant,
+    the same variant on an older release that still has the kernels, and the release gpudash
+    would pick."""
     same = [
         b
         for r in releases()
@@ -224,11 +269,17 @@ def suggest_fix(driver: str | None, ccs: Sequence[str | None], build: TorchBuild
         if b.variant == build.variant and release_key(b.release) < release_key(build.release)
     ]
     options = []
+    for b in builds_of(build.release):  # the same release, another variant
+        if b.variant != build.variant:
+            v = torch_runs_here(b, driver, ccs, reported_cuda)
+            if v.severity == OK:
+                options.append(f"torch {b.release} {b.variant}")
+                break
     for b in same:
-        if torch_runs_here(b, driver, ccs).runs:
+        if torch_runs_here(b, driver, ccs, reported_cuda).runs:
             options.append(f"torch {b.release} {b.variant}")
             break
-    best = choose_torch(driver, ccs)
+    best = choose_torch(driver, ccs, reported_cuda=reported_cuda)
     if best.build is not None:
         options.append(f"torch {best.build.release} {best.build.variant}")
     return "use " + " or ".join(dict.fromkeys(options)) if options else best.why

@@ -12,7 +12,6 @@ import pytest
 
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.facts.binary_compat import Target, ptx_runs, sass_runs
-from gpudash.checks.facts.gpu_ids import cc_from_name, cc_from_pci_id
 from gpudash.checks.facts.torch_builds import TORCH_BUILDS, find
 from gpudash.checks.stack import (
     choose_torch,
@@ -20,6 +19,7 @@ from gpudash.checks.stack import (
     suggest_fix,
     torch_runs_here,
 )
+from gpudash.probe.gpu_ids import cc_from_name, cc_from_pci_id
 from tests.support import FIXTURES
 
 PUBLIC = FIXTURES / "public"
@@ -187,12 +187,14 @@ def test_v100_on_torch_211_cu128_gets_the_exact_fix():
     build = find("2.11", "cu128")
     v = torch_runs_here(build, "580.65.06", ["7.0"])
     assert v.reason == "torch 2.11+cu128 has no sm_70 kernels"
-    assert suggest_fix("580.65.06", ["7.0"], build) == "use torch 2.10 cu128 or torch 2.14 cu126"
+    assert suggest_fix("580.65.06", ["7.0"], build) == (
+        "use torch 2.11 cu126 or torch 2.10 cu128 or torch 2.14 cu126"
+    )
 
 
 def test_a_driver_too_old_for_the_build_says_the_minimum():
     v = torch_runs_here(find("2.14", "cu130"), "575.51.03", ["9.0"])
-    assert v.reason == "driver 575.51.03 is older than 580, the minimum for CUDA 13.0"
+    assert v.reason == "driver 575.51.03 is older than 580.65.06, the minimum for CUDA 13.0"
 
 
 # (scenario, driver, ccs, pin torch, pin cuda, chosen release, variant, driver path)
