@@ -91,12 +91,21 @@ def driver_path(
     name = f"CUDA {cuda[0]}.{cuda[1]}"
     top = _cc(reported_cuda)
     if top is not None:
-        label = f"driver {driver or '?'} (CUDA {top[0]}.{top[1]})"
+        label = f"{'driver ' + driver if driver else 'the driver'} (CUDA {top[0]}.{top[1]})"
         if cuda <= top:
             return "native", f"{label} runs {name} natively"
-        if cuda[0] == top[0] and cuda[0] in MVC_MIN_DRIVER:
+        floor = MVC_MIN_DRIVER.get(cuda[0])
+        ga = parse_version(NATIVE_MIN_DRIVER.get(top))
+        if (
+            d is None
+            and cuda[0] == top[0]
+            and floor is not None
+            and ga is not None
+            and compare(ga, parse_version(floor) or ()) >= 0
+        ):
+            # Natively at X.y means at least X.y's GA driver, which is above X's MVC floor.
             return "mvc", f"{label} runs {name} through minor-version compatibility"
-        if d is None:
+        if d is None and cuda[0] > top[0]:
             need = NATIVE_MIN_DRIVER.get(cuda) or MVC_MIN_DRIVER.get(cuda[0]) or "?"
             return "none", f"{label} is older than {need}, the minimum for {name}"
     if d is None:
@@ -249,8 +258,33 @@ def choose_torch(
         what = f"no torch build in gpudash's facts (of {FACTS_DATE}) matches {pins or 'this host'}"
         return Choice(None, None, what)
     build, v = last
-    lead = f"pinned {pins}: " if pins else "no torch build runs here: "
-    return Choice(None, v, lead + v.reason)
+    if pins:
+        return Choice(None, v, f"pinned {pins}: {v.reason}")
+    return Choice(None, v, "no torch build runs here: " + _no_fit(driver, ccs, reported_cuda, v))
+
+
+def _no_fit(
+    driver: str | None, ccs: Sequence[str | None], reported_cuda: str | None, last: Verdict
+) -> str:
+    """Why nothing fits, truly: the lowest driver that runs some build with kernels for every
+    GPU (the newest such build named), or that no published build has kernels for them."""
+    fitting = []
+    for release in releases():
+        for build in builds_of(release):
+            v = torch_runs_here(build, driver, ccs, reported_cuda)
+            need = parse_version(min_driver(build.cuda))
+            if need is not None and all(f.severity != FAIL for f in v.gpus):
+                fitting.append((need, build))
+    if fitting:
+        lowest = min(need for need, _ in fitting)
+        build = next(b for need, b in fitting if need == lowest)
+        text = min_driver(build.cuda) or "?"
+        return (
+            f"driver {driver or '?'} is older than {text}, the oldest driver that runs a build "
+            f"with kernels for these GPUs (torch {build.release} {build.variant}); "
+            f"upgrade the driver to >= {text}"
+        )
+    return last.reason
 
 
 def suggest_fix(

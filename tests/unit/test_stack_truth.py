@@ -317,7 +317,9 @@ def test_nothing_fits_gives_the_true_reason():
     choice = choose_torch("418.39", ["8.0"])
     assert choice.build is None
     assert choice.why == (
-        "no torch build runs here: driver 418.39 is older than 450.80.02, the minimum for CUDA 11.8"
+        "no torch build runs here: driver 418.39 is older than 450.80.02, the oldest driver "
+        "that runs a build with kernels for these GPUs (torch 2.7 cu118); upgrade the driver "
+        "to >= 450.80.02"
     )
 
 
