@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from gpudash import __version__
+from gpudash.checks.facts import FACTS_DATE
 from gpudash.cli.errors import ExitCode, UsageError
 
 # The module that owns each command, by name, in the order help lists them.
@@ -45,7 +46,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="gpudash",
         description="Triage and bootstrap GPU machines for LLM inference, over SSH.",
     )
-    parser.add_argument("--version", action="version", version=f"gpudash {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"gpudash {__version__} (stack facts of {FACTS_DATE})",
+    )
     parser.add_argument("--config", metavar="PATH", help="config file (default: see README)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name in _command_modules(argv):

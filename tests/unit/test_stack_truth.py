@@ -23,6 +23,7 @@ from gpudash.probe.gpu_ids import cc_from_name, cc_from_pci_id
 from tests.support import FIXTURES
 
 PUBLIC = FIXTURES / "public"
+NO_FIELD = 'Field "compute_cap" is not a valid field to query.'
 
 # (scenario, torch, variant, driver, ccs, severity, driver path, how each GPU is reached)
 RUNS = [
@@ -390,3 +391,37 @@ def test_short_or_unknown_names_give_no_cc():
 def test_every_torch_row_carries_a_source_and_a_parseable_arch_list():
     for b in TORCH_BUILDS:
         assert b.source and re.fullmatch(r"(\d+\.\d(\+PTX)?;)*\d+\.\d(\+PTX)?", b.arch_list)
+
+
+def test_a_truncated_rtx_pro_6000_name_still_gets_its_cc_and_the_torch_choice_is_not_cpu():
+    """The real table whose name is cut to "NVIDIA RTX PRO 6000 Blac..." with the CSV query
+    failing: the gpus section reads cc 12.0 by the name's unambiguous prefix."""
+    from gpudash.checks import run_checks
+    from gpudash.tasks.prepare import Facts, prepare
+    from gpudash.tasks.spec import load_tasks
+    from tests.support.hosts import host
+
+    smi = PUBLIC / "smi-rtxpro6000-maxq-2x-595-truncated.txt"
+    result = host(gpus={"query": 'Field "compute_cap" is not a valid field to query.', "smi": smi})
+    gpus = result.data("gpus").gpus
+    assert [(g.name, g.cc, g.cc_source) for g in gpus] == [
+        ("NVIDIA RTX PRO 6000 Blac...", "12.0", "name")
+    ] * 2
+    assert "gpus.no_cc" not in [f.code for f in run_checks(result)]
+    prepared = prepare(load_tasks()["torch"], Facts.from_result(result))
+    assert "export GPUDASH_INDEX_URL=https://download.pytorch.org/whl/cu132\n" in prepared.script
+
+
+def test_a_gpu_nothing_identifies_is_a_warning_and_the_torch_task_refuses_not_cpu():
+    from gpudash.checks import run_checks
+    from gpudash.tasks.prepare import Facts, PrepareError, prepare
+    from gpudash.tasks.spec import load_tasks
+    from tests.support.hosts import host
+
+    smi = (PUBLIC / "smi-rtxpro6000-maxq-2x-595-truncated.txt").read_text()
+    # Edited inline: the name nvidia-smi prints for a device its driver has no name for.
+    smi = smi.replace("NVIDIA RTX PRO 6000 Blac...", "NVIDIA Graphics Device     ")
+    result = host(gpus={"query": 'Field "compute_cap" is not a valid field to query.', "smi": smi})
+    assert "gpus.no_cc" in [f.code for f in run_checks(result)]
+    with pytest.raises(PrepareError, match="compute capability unknown for GPU 0, 1"):
+        prepare(load_tasks()["torch"], Facts.from_result(result))
