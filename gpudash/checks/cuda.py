@@ -12,7 +12,7 @@ from __future__ import annotations
 # CUDA major -> the minimum driver for minor-version compatibility: one table, with its
 # sources, in the facts.
 from gpudash.checks.facts.cuda_driver import MVC_MIN_DRIVER
-from gpudash.checks.versions import Version, compare, parse_version, short
+from gpudash.versions import Version, compare, parse_version, short
 
 # The driver each toolkit release shipped with (release notes, "CUDA Toolkit and
 # Corresponding Driver Versions", Linux x86_64): the newest CUDA a driver supports natively.

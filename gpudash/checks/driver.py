@@ -14,7 +14,7 @@ from gpudash.checks.context import Context
 from gpudash.checks.cuda import driver_cuda
 from gpudash.checks.finding import Finding, Severity
 from gpudash.checks.stack import driver_path, min_driver
-from gpudash.checks.versions import parse_version, short
+from gpudash.versions import parse_version, short
 
 
 def check(ctx: Context) -> list[Finding]:

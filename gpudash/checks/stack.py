@@ -16,7 +16,7 @@ from gpudash.checks.facts.binary_compat import parse_arch_list, ptx_runs, sass_r
 from gpudash.checks.facts.cuda_driver import MVC_MIN_DRIVER, NATIVE_MIN_DRIVER
 from gpudash.checks.facts.engines import ENGINE_BUILDS, ENGINE_FLOOR
 from gpudash.checks.facts.torch_builds import TorchBuild, builds_of, release_key, releases
-from gpudash.checks.versions import compare, parse_version
+from gpudash.versions import compare, parse_version
 
 # Compute capabilities NVIDIA has published up to FACTS_DATE (CUDA 13 release notes name
 # sm_100, sm_103, sm_110, sm_120, sm_121; older ones from the CUDA GPUs page).

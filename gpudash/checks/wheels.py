@@ -26,7 +26,7 @@ from gpudash.checks.stack import (
     min_driver,
     suggest_fix,
 )
-from gpudash.checks.versions import local_cuda, parse_version, short
+from gpudash.versions import local_cuda, parse_version, short
 
 FLASHINFER = ("flashinfer-python", "flashinfer", "flashinfer-jit-cache", "flashinfer-cubin")
 ENGINES = {name: "flashinfer" for name in FLASHINFER} | {"sgl-kernel": "sgl-kernel", "vllm": "vllm"}
