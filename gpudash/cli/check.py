@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.cli.errors import ExitCode
@@ -145,6 +144,8 @@ def write_json(found: dict[str, tuple[Finding, ...]], out: TextIO) -> None:
             }
         )
     failed = any(h["worst"] == "fail" for h in hosts)
+    from gpudash.checks.facts import FACTS_DATE
+
     json.dump({"ok": not failed, "facts_date": FACTS_DATE, "hosts": hosts}, out, indent=2)
     out.write("\n")
 
