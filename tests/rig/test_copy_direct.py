@@ -124,3 +124,128 @@ def test_a_direct_copy_arrives_verified_and_leaves_no_key(rig: NetRig, tmp_path:
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already complete" in again.stdout and "nothing copied" in again.stdout
     no_key_left(rig)
+
+
+REAL_TAR = "/usr/bin/tar" if Path("/usr/bin/tar").exists() else "/bin/tar"
+
+
+def slow_tar(host: RigHost, body: str) -> None:
+    """A `tar` stand-in on the host's PATH: GNU tar's --version, `body` before extracting."""
+    host.write_tool(
+        "tar",
+        f'#!/bin/sh\ncase "$1" in --version) exec {REAL_TAR} --version ;; esac\n'
+        f'{body}\nexec {REAL_TAR} "$@"\n',
+    )
+
+
+def start(rig: NetRig, config: str, tmp: Path, *hosts: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        gpudash(rig, config, tmp, *hosts),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp,
+    )
+
+
+def read_until(proc: subprocess.Popen, text: str, timeout: float = 60) -> str:
+    seen = ""
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while text not in seen:
+        assert time.monotonic() < deadline, seen
+        line = proc.stdout.readline()
+        assert line, seen
+        seen += line
+    return seen
+
+
+def test_a_failing_destination_removes_the_key_and_the_partial_copy(rig: NetRig, tmp_path: Path):
+    slow_tar(rig.hosts[1], 'echo "tar: No space left on device" >&2; exit 2')
+    done = run(rig, copy_config(rig), tmp_path, "h1")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "sending failed" in out and "partial copy is removed" in out
+    assert not (rig.hosts[1].home / "dst").exists()
+    assert not (rig.hosts[1].home / "dst.gpudash-partial").exists()
+    no_key_left(rig)
+
+
+def test_cancel_stops_both_jobs_and_removes_key_and_partial(rig: NetRig, tmp_path: Path):
+    slow_tar(rig.hosts[1], "sleep 60")
+    proc = start(rig, copy_config(rig), tmp_path, "h1")
+    read_until(proc, "sending ")
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)  # ctrl+c: cancel on the hosts
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert not (rig.hosts[1].home / "dst").exists()
+    wait_for(lambda: not (rig.hosts[1].home / "dst.gpudash-partial").exists(), 20, "partial gone")
+    no_key_left(rig)
+
+
+def test_gpudash_killed_the_copy_finishes_and_removes_its_key(rig: NetRig, tmp_path: Path):
+    slow_tar(rig.hosts[1], "sleep 4")
+    proc = start(rig, copy_config(rig), tmp_path, "h1")
+    read_until(proc, "sending ")
+    proc.kill()  # SIGKILL: gpudash gets no chance to clean anything
+    proc.wait(10)
+    dst = rig.hosts[1].home / "dst"
+    wait_for(dst.exists, 90, "the copy in place without gpudash")
+    assert tree_of(dst) == tree_of(rig.hosts[0].home / "src")
+    wait_for(lambda: "gpudash-copy-" not in authorized(rig.hosts[1]), 30, "key line removed")
+    wait_for(lambda: not private_keys(rig.hosts[0]), 30, "private key removed")
+    no_key_left(rig)
+
+
+def test_a_destination_whose_host_key_changed_is_refused(rig: NetRig, tmp_path: Path):
+    """gpudash connected to h1 with the key it trusts; then h1's sshd comes back with another
+    key (gpudash's connection stays up): the source must refuse it."""
+    h1 = rig.hosts[1]
+    flag = h1.root / "key-swapped"
+    h1.write_tool(
+        "id", f'#!/bin/sh\nwhile [ ! -e {flag} ]; do sleep 0.1; done\nexec /usr/bin/id "$@"\n'
+    )
+    proc = start(rig, copy_config(rig), tmp_path, "h1")
+    time.sleep(3)  # gpudash is connected, the destination job waits in `id`
+    original = (h1.root / "host_ed25519").read_bytes()
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    key.write_private_key(h1.root / "host_ed25519")
+    try:
+        rig.restart_sshd(h1, connections=False)
+        flag.touch()
+        out, _ = proc.communicate(timeout=120)
+    finally:  # the rig serves the next tests with the key its known_hosts holds
+        (h1.root / "host_ed25519").write_bytes(original)
+        rig.restart_sshd(h1, connections=False)
+    assert proc.returncode == 1, out
+    assert "host key is not the one gpudash trusts: refused" in out
+    assert not (h1.home / "dst").exists()
+    wait_for(lambda: "gpudash-copy-" not in authorized(h1), 30, "key line removed")
+    no_key_left(rig)
+
+
+def test_a_copy_cut_midway_resumes_with_only_what_is_missing(rig: NetRig, tmp_path: Path):
+    h1 = rig.hosts[1]
+    count = h1.root / "tar-count"
+    # The second extracting tar waits: one stream lands, the other is mid-way at the cut.
+    slow_tar(h1, f'echo x >> {count}; [ "$(wc -l < {count})" -eq 2 ] && sleep 120')
+    config = copy_config(rig, streams=2)
+    proc = start(rig, config, tmp_path, "h1")
+    read_until(proc, "sending ")
+    partial = h1.home / "dst.gpudash-partial"
+    wait_for(lambda: partial.exists() and any(partial.rglob("f*.txt")), 30, "a stream landed")
+    rig.cut(h1)
+    out, _ = proc.communicate(timeout=150)
+    rig.restore(h1)
+    assert proc.returncode != 0, out
+    assert "partial copy is kept" in out, out
+    assert partial.exists()
+    (h1.bin_dir / "tar").unlink()
+    wait_for(lambda: "gpudash-copy-" not in authorized(h1), 30, "key line removed after the cut")
+    again = run(rig, config, tmp_path, "h1", timeout=180)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out
+    assert "resuming: " in out and "files already there" in out
+    assert tree_of(h1.home / "dst") == tree_of(rig.hosts[0].home / "src")
+    no_key_left(rig)
