@@ -284,7 +284,8 @@ KINDS: Mapping[str, Kind] = {
         affects=("models",),
         default_timeout=6 * 3600,
     ),
-    # Not a shell body: gpudash streams the copy itself (gpudash/tasks/copy/transfer.py).
+    # Not a shell body: the copy is two jobs (gpudash/tasks/copy/direct.py) or gpudash streams
+    # it (params.via = "gpudash": gpudash/tasks/copy/transfer.py).
     "copy": Kind(
         "copy",
         {
@@ -292,8 +293,12 @@ KINDS: Mapping[str, Kind] = {
             "path": Param("dir", "~/venvs/serve", doc="the directory to copy, on the source"),
             "to": Param("dir", None, doc="where on the destination; unset: the same path"),
             "replace": Param("bool", False, doc="replace an existing destination directory"),
+            "via": Param("str", "direct", doc='"direct" host to host, or "gpudash" through it'),
+            "streams": Param("int", 4, doc="parallel streams of a direct copy"),
+            "chunk_mb": Param("int", 256, doc="files above this go as byte ranges (MiB)"),
+            "source_address": Param("str", "", doc="the source's address as the dest sees it"),
         },
-        "# copy: streamed by gpudash from the source host (gpudash/tasks/copy/transfer.py)\n",
+        "# copy: two jobs, host to host (gpudash/tasks/copy/direct.py), or via gpudash\n",
         None,
         affects=("env", "models"),
         default_timeout=6 * 3600,
