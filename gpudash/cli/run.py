@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from gpudash.cli.errors import ExitCode, UsageError
-from gpudash.cli.hosts import load, require_hosts
+from gpudash.cli.hosts import load, select_hosts
 from gpudash.config.values import suggest
 
 if TYPE_CHECKING:
@@ -67,8 +67,8 @@ def _run_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCod
     config = load(args)
     specs = specs_of(config)
     spec = task_named(specs, args.task)
-    if args.hosts:
-        hosts = require_hosts(config, args.hosts)
+    if args.hosts or args.tags:
+        config, hosts = select_hosts(config, args.hosts, args.tags)
     else:
         hosts = [h for h in config.hosts if spec.applies_to(h)]
         if not hosts:

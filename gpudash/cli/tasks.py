@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from gpudash.cli.errors import ExitCode
-from gpudash.cli.hosts import add_config_option, load, require_hosts
+from gpudash.cli.hosts import add_config_option, add_selection, load, one_host
 from gpudash.cli.run import run_command, specs_of
 
 if TYPE_CHECKING:
@@ -30,8 +30,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser("run", help="run a task (after what it needs) on hosts")
     run.add_argument("task", metavar="TASK", help="a task name (see `gpudash tasks`)")
     run.add_argument(
-        "hosts", nargs="*", metavar="HOST", help="hosts (default: every host it applies to)"
+        "hosts",
+        nargs="*",
+        metavar="HOST",
+        help="names, globs, user@host[:port] (default: every host it applies to)",
     )
+    add_selection(run)
     run.add_argument(
         "-y",
         "--yes",
@@ -64,7 +68,7 @@ def tasks_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCo
         ]
         _table(("KEY", "TASK", "KIND", "NEEDS", "TITLE"), rows, out)
         return ExitCode.OK
-    (host,) = require_hosts(config, [args.host])
+    config, host = one_host(config, args.host)
     states = asyncio.run(_host_states(config, host, specs))
     rows = [(s.key or "-", s.name, states[s.name], s.title) for s in specs.values()]
     _table(("KEY", "TASK", "STATE", "TITLE"), rows, out)

@@ -1,0 +1,105 @@
+"""Selecting hosts on the command line: names, shell-style globs, `--tag` (repeatable) and
+ad-hoc `user@host:port` targets, the same for probe, check, report, run and tasks; anything
+that selects nothing is one line with a "did you mean" (issue 23, item 5). Over the real sshd."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpudash.cli.main import main
+from tests.support.sshd import FakeHost, Sshd
+
+
+def _config(sshd: Sshd, hosts: list[FakeHost], path: Path) -> str:
+    """gpu-a0, gpu-a1 tagged a; gpu-b2 tagged b (and a task to run)."""
+    tags = ['["a"]', '["a", "x"]', '["b"]']
+    names = ["gpu-a0", "gpu-a1", "gpu-b2"]
+    text = "".join(
+        sshd.host_toml(h, name) + f"tags = {t}\n\n"
+        for h, name, t in zip(hosts, names, tags, strict=True)
+    )
+    text += '[tasks.hello]\ntitle = "say where"\nkind = "script"\n'
+    text += 'run = "echo on $GPUDASH_TEST_HOST"\n'
+    path.write_text(text)
+    return str(path)
+
+
+def _probed(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert main(argv) == 0, capsys.readouterr().err
+    return [h["name"] for h in json.loads(capsys.readouterr().out)["hosts"]]
+
+
+def test_globs_and_tags_select_the_hosts_of_probe_and_check(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = _config(sshd, fake_hosts[:3], tmp_path / "c.toml")
+    assert _probed(["probe", "--json", "gpu-a*", "--config", config], capsys) == [
+        "gpu-a0",
+        "gpu-a1",
+    ]
+    assert _probed(["probe", "--json", "--tag", "b", "--config", config], capsys) == ["gpu-b2"]
+    both = ["probe", "--json", "--tag", "x", "--tag", "b", "--config", config]
+    assert _probed(both, capsys) == ["gpu-a1", "gpu-b2"]
+    main(["check", "--json", "--tag", "b", "--config", config])
+    assert [h["name"] for h in json.loads(capsys.readouterr().out)["hosts"]] == ["gpu-b2"]
+
+
+def test_run_and_tasks_take_globs_and_tags(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = _config(sshd, fake_hosts[:3], tmp_path / "c.toml")
+    assert main(["run", "hello", "--tag", "a", "--yes", "--config", config]) == 0
+    out = capsys.readouterr().out
+    assert "gpu-a0 | on h0" in out and "gpu-a1 | on h1" in out and "gpu-b2" not in out
+    assert main(["tasks", "gpu-b*", "--config", config]) == 0
+    assert "hello" in capsys.readouterr().out
+    assert main(["tasks", "gpu-a*", "--config", config]) == 2
+    assert "'gpu-a*' matches 2 hosts (gpu-a0, gpu-a1): name one" in capsys.readouterr().err
+
+
+def test_an_ad_hoc_user_at_host_port_target_needs_no_config_entry(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = _config(sshd, fake_hosts[:3], tmp_path / "c.toml")
+    ssh_dir = Path.home() / ".ssh"
+    ssh_dir.mkdir(mode=0o700, exist_ok=True)
+    (ssh_dir / "config").write_text(
+        f"Host 127.0.0.1\n  IdentityFile {sshd.client_key}\n"
+        f"  UserKnownHostsFile {sshd.known_hosts}\n"
+    )
+    target = f"{sshd.user}@127.0.0.1:{fake_hosts[4].port}"
+    assert _probed(["probe", "--json", target, "--config", config], capsys) == [target]
+    assert main(["run", "hello", target, "--config", config]) == 0
+    assert f"{target} | on h4" in capsys.readouterr().out
+    code = main(["report", target, "--format", "json", "--config", config])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1  # answered, and no GPU tools on the test host: a fail finding
+    assert report["host"] == target
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["probe", "gpu-a9"], "unknown host 'gpu-a9' in {c} (did you mean 'gpu-a1'?)"),
+        (["check", "gpu-c*"], "no host in {c} matches 'gpu-c*' (hosts: gpu-a0, gpu-a1, gpu-b2)"),
+        (["run", "hello", "--tag", "bb"], "unknown tag 'bb' in {c} (did you mean 'b'?)"),
+        (["report", "gpu-b"], "unknown host 'gpu-b' in {c} (did you mean 'gpu-b2'?)"),
+        (["tasks", "nosuch"], "(an ad-hoc target is user@host[:port])"),
+        (["probe", "me@host:99999"], "'me@host:99999': port 99999 is out of range (1-65535)"),
+    ],
+)
+def test_what_selects_nothing_is_one_line_with_a_did_you_mean(
+    sshd: Sshd,
+    fake_hosts: list[FakeHost],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    said: str,
+):
+    config = _config(sshd, fake_hosts[:3], tmp_path / "c.toml")
+    assert main([*argv, "--config", config]) == 2
+    err = capsys.readouterr().err
+    assert said.format(c=config) in err and len(err.strip().splitlines()) == 1
