@@ -9,7 +9,7 @@ an older X.z. Across major versions there is no such rule: a CUDA 13 build needs
 
 from __future__ import annotations
 
-from gpudash.checks.versions import Version, compare, parse_version, short
+from gpudash.versions import Version, compare, parse_version, short
 
 # CUDA major -> the minimum driver for minor-version compatibility across that family
 # (Linux x86_64; release notes table "CUDA Toolkit and Minimum Required Driver Version for

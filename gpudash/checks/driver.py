@@ -12,7 +12,7 @@ from __future__ import annotations
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_run, driver_cuda, min_driver_for
 from gpudash.checks.finding import Finding, Severity
-from gpudash.checks.versions import parse_version, short
+from gpudash.versions import parse_version, short
 
 
 def check(ctx: Context) -> list[Finding]:

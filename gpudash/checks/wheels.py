@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_run, can_target, cc_tuple, driver_cuda, min_driver_for
 from gpudash.checks.finding import Fact, Finding, Severity
-from gpudash.checks.versions import Version, local_cuda, parse_version, short
+from gpudash.versions import Version, local_cuda, parse_version, short
 
 FLASHINFER = ("flashinfer-python", "flashinfer", "flashinfer-jit-cache", "flashinfer-cubin")
 if TYPE_CHECKING:
