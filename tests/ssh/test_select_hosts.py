@@ -103,3 +103,49 @@ def test_what_selects_nothing_is_one_line_with_a_did_you_mean(
     assert main([*argv, "--config", config]) == 2
     err = capsys.readouterr().err
     assert said.format(c=config) in err and len(err.strip().splitlines()) == 1
+
+
+# --- host ranges in the config -------------------------------------------------------------------
+
+
+def test_a_host_range_in_the_config_is_one_host_per_number_reached_through_ssh_config(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    ssh_dir = Path.home() / ".ssh"
+    ssh_dir.mkdir(mode=0o700, exist_ok=True)
+    (ssh_dir / "config").write_text(
+        "".join(
+            f"Host rack-0{i + 1}\n  HostName 127.0.0.1\n  Port {fake_hosts[i].port}\n"
+            for i in range(3)
+        )
+    )
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[hosts."rack-[01-03]"]\n'
+        f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
+        f'known_hosts = "{sshd.known_hosts}"\ntags = ["rack"]\n'
+    )
+    names = _probed(["probe", "--json", "--config", str(config)], capsys)
+    assert names == ["rack-01", "rack-02", "rack-03"]
+    assert main(["tasks", "rack-03", "--config", str(config)]) == 0
+    assert "venv" in capsys.readouterr().out
+    assert main(["probe", "--json", "rack-02", "--config", str(config)]) == 0
+    (host,) = json.loads(capsys.readouterr().out)["hosts"]
+    assert host["state"] == "ready"
+    assert "system" in host["sections"]  # it answered: the sshd's port came from ~/.ssh/config
+
+
+def test_a_range_in_the_address_expands_alongside_and_a_bad_range_is_one_line(tmp_path: Path):
+    from gpudash.config.load import ConfigError, parse_config
+
+    config = parse_config(
+        '[hosts."b300-[01-16]"]\naddress = "10.0.0.[11-26]"\ntags = ["b300"]\n', "t.toml"
+    )
+    assert [h.name for h in config.hosts][:2] == ["b300-01", "b300-02"]
+    assert len(config.hosts) == 16 and config.hosts[-1].name == "b300-16"
+    assert [config.hosts[0].address, config.hosts[-1].address] == ["10.0.0.11", "10.0.0.26"]
+    assert all(h.tags == ("b300",) for h in config.hosts)
+    with pytest.raises(ConfigError, match=r"address: its range gives 2 addresses for 3 hosts"):
+        parse_config('[hosts."b[1-3]"]\naddress = "10.0.0.[1-2]"\n', "t.toml")
+    with pytest.raises(ConfigError, match=r"range \[5-1\] runs backwards"):
+        parse_config('[hosts."b[5-1]"]\n', "t.toml")
