@@ -377,7 +377,9 @@ async def test_the_copy_task_runs_from_the_app_with_its_source_host(
     source, target = fake_hosts[1], fake_hosts[0]
     (source.home / "data" / "sub").mkdir(parents=True)
     (source.home / "data" / "sub" / "weights.bin").write_bytes(b"\x00\x01" * 5000)
-    tasks = load_tasks({"copy": {"params": {"from": source.name, "path": "~/data"}}})
+    tasks = load_tasks(
+        {"copy": {"params": {"from": source.name, "path": "~/data", "via": "gpudash"}}}
+    )
     hosts = tuple(sshd.host_config(h, network_targets=NET) for h in (target, source))
     app = create_app(Config(None, hosts, tasks=tasks))
     async with app.run_test(size=SIZE) as pilot:
