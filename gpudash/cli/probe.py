@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import TextIO
 
@@ -17,6 +19,7 @@ from gpudash.fleet import Fleet
 from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone
 from gpudash.saved import save_host
 from gpudash.summary import section_line
+from gpudash.text import clean_line
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,9 +39,9 @@ def _probe(args: argparse.Namespace) -> ExitCode:
     if save is not None:
         try:  # before connecting anywhere: a bad --save must not cost a whole probe round
             save.mkdir(mode=0o700, parents=True, exist_ok=True)
-            probe_file = save / ".gpudash-write-test"
-            probe_file.touch()
-            probe_file.unlink()
+            fd, name = tempfile.mkstemp(prefix=".gpudash-write-test-", dir=save)  # O_EXCL
+            os.close(fd)
+            os.unlink(name)
         except OSError as exc:
             raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
     return asyncio.run(probe_command(config, args.hosts or None, as_json=args.json, save=save))
@@ -80,10 +83,16 @@ def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> Non
     if isinstance(event, SectionDone):
         if snap.state is HostState.FAILED or (event.result.error and not event.result.parts):
             return  # a section that never came: the host line below says why
-        out.write(f"{prefix}{event.result.name:<8} {section_line(event.result)}\n")
+        _say(out, f"{prefix}{event.result.name:<8} {section_line(event.result)}")
     elif isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
-        out.write(f"{prefix}FAILED   {event.reason}\n")
+        _say(out, f"{prefix}FAILED   {event.reason}")
     out.flush()
+
+
+def _say(out: TextIO, line: str) -> None:
+    """One line for the terminal. Host names, reasons and section lines carry host or file
+    text (a replayed capture's host label can hold OSC 52 or U+202E): cleaned here, last."""
+    out.write(clean_line(line) + "\n")
 
 
 def _print_totals(results: list[HostResult], out: TextIO) -> None:
@@ -92,4 +101,4 @@ def _print_totals(results: list[HostResult], out: TextIO) -> None:
     line = f"{ready} of {len(results)} hosts answered"
     if failed:
         line += "; failed: " + ", ".join(f"{r.name} ({r.error})" for r in failed)
-    out.write(line + "\n")
+    _say(out, line)
