@@ -58,6 +58,7 @@ async def probe_command(
     """Probe `names` (default: all), print as the events come, and return FAILED when any
     host did not answer."""
     out = out or sys.stdout
+    unsaved: list[str] = []
     async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
         width = max((len(h.name) for h in hosts), default=4)
@@ -66,7 +67,11 @@ async def probe_command(
             if not as_json:
                 _print_event(event, snapshot, width, out)
             if isinstance(event, ProbeFinished) and save is not None:
-                save_host(save, snapshot)
+                try:
+                    save_host(save, snapshot)
+                except OSError as exc:  # a planted symlink, a full disk: said, never a traceback
+                    unsaved.append(event.host)
+                    print(f"gpudash: --save: {clean_line(str(exc))}", file=sys.stderr)
         results = [fleet.results.get(h.name) or HostResult(h.name) for h in hosts]
     if as_json:
         json.dump({"hosts": [r.to_json() for r in results]}, out, indent=2)
@@ -74,7 +79,7 @@ async def probe_command(
     else:
         _print_totals(results, out)
     out.flush()
-    failed = any(r.state is not HostState.READY for r in results)
+    failed = unsaved or any(r.state is not HostState.READY for r in results)
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
