@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.text",
             "gpudash.files",
             "gpudash.aio",
-            "gpudash.checks.versions",
+            "gpudash.versions",
             "gpudash.units",
             "gpudash.config.model",
         ),
@@ -58,7 +58,7 @@ LEAVES = (
     "gpudash.files",
     "gpudash.aio",
     "gpudash.units",
-    "gpudash.checks.versions",
+    "gpudash.versions",
     "gpudash.config.model",
 )
 """Modules anyone may import: they import nothing of gpudash (config.model only for types)."""
