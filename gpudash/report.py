@@ -4,7 +4,8 @@
     render_json(result, findings)     -> dict
 
 Every string that came from the host (GPU names, paths, tool messages) is untrusted: parsers
-removed control characters, and `md()` escapes what Markdown would act on (table pipes,
+removed control characters, `md()` cleans it again (`gpudash.text.clean_line`: control, bidi
+and zero-width characters shown, not acted on) and escapes what Markdown would act on (table pipes,
 backticks, emphasis, links, HTML), so a hostile name can neither break a table nor inject
 markup into the ticket.
 """
@@ -19,6 +20,7 @@ from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.model import HostResult, to_jsonable
 from gpudash.summary import human_bytes
+from gpudash.text import clean, clean_line
 
 if TYPE_CHECKING:
     from gpudash.probe.sections.env import Env
@@ -37,7 +39,7 @@ def md(value: object) -> str:
     """Remote text as literal Markdown on one line: `?` for None."""
     if value is None:
         return "?"
-    text = str(value).replace("\r", " ").replace("\n", " ")
+    text = clean_line(str(value))
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
@@ -102,7 +104,9 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         if section.data is not None:
             lines += part(section.data)
             lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # Last, over the whole text: whatever host or file text reached it by any path, no
+    # control, bidi or zero-width character reaches the ticket or the terminal.
+    return clean("\n".join(lines)).rstrip("\n") + "\n"
 
 
 def _findings(findings: Sequence[Finding]) -> list[str]:

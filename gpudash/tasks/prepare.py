@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,6 +68,20 @@ class Prepared:
     @property
     def secrets_env(self) -> str:
         return render.secrets_env(self.secrets)
+
+
+HF_TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+"""The HF token's variables (huggingface_hub `constants.py`): masked in every log even when no
+task names them, since the hub's own tools print what they find there."""
+
+
+def configured_secrets(
+    specs: Iterable[TaskSpec], environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The values of every secret any task names, and of the HF token: what a log of a job
+    found after a restart must mask, when it is no longer known which task's run wrote it."""
+    names = dict.fromkeys([*HF_TOKEN_VARS, *(n for spec in specs for n in spec.secrets)])
+    return tuple(environ[name] for name in names if environ.get(name))
 
 
 def _var(name: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from gpudash.probe.script import ProbePlan
 from gpudash.probe.stream import RawSection
 from gpudash.saved import SavedHost, load_host
+from gpudash.text import clean_line
 from gpudash.transport.base import RemoteProcess, Transport, TransportError
 
 
@@ -29,9 +30,9 @@ class ReplayTransport(Transport):
             except FileNotFoundError:
                 raise TransportError(f"replay: no saved probe at {self.directory}") from None
             except (OSError, ValueError) as exc:
-                raise TransportError(f"replay: {exc}") from None
+                raise TransportError(f"replay: {clean_line(str(exc))}") from None
         if self._saved.state == "failed":
-            raise TransportError(self._saved.error or "failed when it was saved")
+            raise TransportError(clean_line(self._saved.error or "failed when it was saved"))
 
     async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
         raise TransportError("replay: a saved probe cannot run commands")
