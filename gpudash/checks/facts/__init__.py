@@ -1,0 +1,1 @@
+"""Facts tables with their sources: every row traces to a document (URL + version)."""
