@@ -64,6 +64,8 @@ _CA = re.compile(r"^CA '([^']{1,64})'")
 _PORT = re.compile(r"^\s+Port (\d+):\s*$")
 _IBKV = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*)$")
 _IBSTATUS = re.compile(r"^Infiniband device '([^']{1,64})' port (\d+) status:")
+_SLOT = {"state": "state", "physical state": "phys", "phys state": "phys", "rate": "rate",
+         "link layer": "layer", "link_layer": "layer"}  # fmt: skip
 _IBSTATUS_KV = re.compile(r"^\s+(state|phys state|rate|link_layer):\s*(.*)$")
 
 
@@ -96,9 +98,7 @@ def parse_rdma(text: str) -> tuple[RdmaPort, ...]:
             flush()
             cur.update(device=m.group(1), port=m.group(2))
         elif (m := _IBKV.match(line) or _IBSTATUS_KV.match(line)) and cur:
-            slot = {"state": "state", "physical state": "phys", "phys state": "phys",
-                    "rate": "rate", "link layer": "layer", "link_layer": "layer"}[m.group(1).lower()]  # fmt: skip
-            cur[slot] = m.group(2)
+            cur[_SLOT[m.group(1).lower()]] = m.group(2)
     flush()
     return tuple(ports)
 
@@ -144,7 +144,7 @@ def parse_fabric_manager(status: str, version: str) -> FabricManager:
             active, sub = m.group(1), (m.group(2) or None)
         elif m := _MISMATCH.search(line):
             fm_version, seen = m.group(1), m.group(2).rstrip(".")
-        if "nv-fabricmanager" in line or "fabric manager" in line.lower():
+        if "fabricmanager" in line or "fabric manager" in line.lower():
             log.append(clean_line(line.strip())[:200])
     if active is None and any("status=1/FAILURE" in x or "Failed with result" in x for x in log):
         active = "failed"

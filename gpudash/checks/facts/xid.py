@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the catalog rows are kept one per line, as NVIDIA lists them)
 """NVIDIA's Xid catalog: what each Xid in a kernel log means and what it asks of the operator.
 
 Source: NVIDIA, "Analyzing Xid Errors with the Xid Catalog",

@@ -228,7 +228,7 @@ def parse_klog(text: str) -> KernelLog:
             blocks[-1][2].extend(line.split()[1:4])
         elif blocks:
             blocks[-1][1].append(line)
-    why = None
+    whys: list[str] = []
     for source, lines, end in blocks:
         rc = end[0] if end else None
         denied = [x for x in lines if _denied(x)]
@@ -243,10 +243,11 @@ def parse_klog(text: str) -> KernelLog:
                 truncated=(_int(end, 2) or 0) > KLOG_KEEP,
             )
         first = denied[0] if denied else (lines[0] if lines else f"{source} exited {rc}")
-        why = (why + "; " if why else "") + clean_line(first.strip())[:160]
+        if len(whys) < 3:  # two readers are tried; more @try lines are noise
+            whys.append(clean_line(first.strip())[:160])
     if not blocks and text.strip():
-        why = clean_line(text.strip().split("\n")[0])[:160]
-    return KernelLog(None, why or "no kernel log reader (dmesg, journalctl)")
+        whys.append(clean_line(text.strip().split("\n")[0])[:160])
+    return KernelLog(None, "; ".join(whys) or "no kernel log reader (dmesg, journalctl)")
 
 
 def _denied(line: str) -> bool:
