@@ -9,33 +9,27 @@ kernel log, no nvidia-smi) is an info finding saying so, never "ok".
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.facts import xid as xid_facts
+from gpudash.checks.finding import Finding, Severity
 from gpudash.probe.kernel_log import bus_key
+from gpudash.probe.sections.health import Health
+from gpudash.probe.smiq import SLOWDOWN_REASONS
 
-# Clock event reasons that mean the GPU is being slowed by hardware or heat (NVML
-# nvmlClocksEventReasons, https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html):
-# HwSlowdown 0x8, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80.
-# Idle, Applications Clocks Setting, SW Power Cap, Sync Boost and Display Clock Setting are
-# normal operation and are not findings.
-SLOWDOWN_REASONS = (
-    "HW Slowdown",
-    "HW Thermal Slowdown",
-    "HW Power Brake Slowdown",
-    "SW Thermal Slowdown",
-)
+if TYPE_CHECKING:
+    from gpudash.checks.context import Context
+
 BUSY_PERCENT = 20  # above this utilisation a PCIe generation below max is not the idle downtrain
 SHM_MIN_KIB = 1024 * 1024  # 1 GiB: NCCL and engines' shared memory (Docker's default is 64 MiB)
 _SEV = {"fail": Severity.FAIL, "warn": Severity.WARN, "info": Severity.INFO}
 
 
-def check(ctx: Any) -> list[Finding]:
-    health = getattr(ctx, "health", None)
+def check(ctx: Context) -> list[Finding]:
+    health = ctx.section("health", Health)
     if health is None:
         return []
-    return check_health(health, getattr(ctx, "gpu_list", ()))
+    return check_health(health, ctx.gpu_list)
 
 
 def check_health(health: Any, gpu_list: Any = ()) -> list[Finding]:
@@ -52,7 +46,10 @@ def check_health(health: Any, gpu_list: Any = ()) -> list[Finding]:
     out += _lost(health, who)
     for g in health.gpus:
         out += _gpu(g, who(g.key))
-    out += _fabric(health)
+    # Persistence mode on every GPU (the driver's legacy mode, nvidia-smi -pm 1) keeps the
+    # driver loaded as the daemon would: no daemon is then nothing to fix.
+    legacy = bool(gpu_list) and all(getattr(g, "persistence", None) for g in gpu_list)
+    out += _fabric(health, legacy)
     out += _network(health)
     looked = health.gpus or health.kernel.source or health.pci is not None
     if not any(f.severity.rank >= Severity.WARN.rank for f in out) and looked:
@@ -291,7 +288,7 @@ def _memory(g: Any, name: str) -> list[Finding]:
     return out
 
 
-def _fabric(health: Any) -> list[Finding]:
+def _fabric(health: Any, legacy_persistence: bool = False) -> list[Finding]:
     fm = health.fabric_manager
     out = []
     if fm is not None:
@@ -326,7 +323,7 @@ def _fabric(health: Any) -> list[Finding]:
                     },
                 )
             )
-    if health.gpus and health.persistenced is False:
+    if health.gpus and health.persistenced is False and not legacy_persistence:
         out.append(
             Finding(
                 Severity.INFO,

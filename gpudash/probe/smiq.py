@@ -21,6 +21,18 @@ _INT = re.compile(r"^\s*(\d{1,12})(?![\d.])")
 _REASON_BLOCKS = ("Clocks Event Reasons", "Clocks Throttle Reasons")
 _NOT_REASONS = ("Clocks Event Reasons Counters",)
 
+# Clock event reasons that mean the GPU is being slowed by hardware or heat (NVML
+# nvmlClocksEventReasons, https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html):
+# HwSlowdown 0x8, SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80.
+# Idle, Applications Clocks Setting, SW Power Cap, Sync Boost and Display Clock Setting are
+# normal operation and are not findings.
+SLOWDOWN_REASONS = (
+    "HW Slowdown",
+    "HW Thermal Slowdown",
+    "HW Power Brake Slowdown",
+    "SW Thermal Slowdown",
+)
+
 
 @dataclass(frozen=True)
 class GpuHealth:

@@ -260,3 +260,19 @@ def test_health_parsers_are_linear(parser, unit) -> None:
     took(1)
     times = {mb: min(took(mb) for _ in range(2)) for mb in (1, 2, 4, 8)}
     assert times[8] / times[4] < 3.0 and times[4] / times[2] < 3.0, times
+
+
+@pytest.mark.parametrize("kind", ["nvml", "smi"])
+def test_the_real_h200_comes_out_healthy(kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The lent H200's own probe (tests/fixtures/h200-device/health/): `gpudash check` over it
+    gives health.ok and nothing else from the health checks."""
+    import json
+
+    from gpudash.cli.main import main
+
+    saved = FIXTURES / "h200-device" / "health" / f"save-{kind}"
+    main(["check", "--replay", str(saved), "--json", "--all"])
+    found = json.loads(capsys.readouterr().out)["hosts"][0]["findings"]
+    mine = [f for f in found if f["code"].startswith("health.")]
+    assert [(f["code"], f["severity"]) for f in mine] == [("health.ok", "ok")]
+    assert "1 GPU(s), kernel log (dmesg)" in mine[0]["title"]

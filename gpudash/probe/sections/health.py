@@ -28,7 +28,7 @@ from gpudash.probe.hostfacts import (
 )
 from gpudash.probe.kernel_log import XidEvent, parse_kernel_log
 from gpudash.probe.parts import Part, text_of
-from gpudash.probe.smiq import GpuHealth, parse_smi_q
+from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth, parse_smi_q
 from gpudash.text import clean_line
 
 NAME = "health"
@@ -59,12 +59,21 @@ gd_klog() {{
 }}
 gd_smiq() {{ need nvidia-smi || return; nvidia-smi -q; }}
 # NVIDIA PCI functions (vendor 0x10de) from sysfs: address, class, bound driver. Virtual
-# functions (SR-IOV) are skipped: they are not GPUs nvidia-smi lists on this host.
+# functions (SR-IOV) are skipped: they are not GPUs nvidia-smi lists on this host. Where sysfs
+# shows none (no /sys/bus/pci, or a sandbox's sysfs without the devices) `lspci` is asked, so
+# a host with NVIDIA functions on its bus pays no extra process.
+gd_lspci() {{
+  _l=$(lspci -D -d 10de: 2>&1) || {{ printf '%s\n' "$_l"; return 1; }}
+  printf '%s\n' "$_l"
+  case $_l in *Bridge*) gd_switches=1 ;; esac
+  return 0
+}}
 gd_pci() {{
   if [ ! -d /sys/bus/pci/devices ]; then
-    have lspci && {{ lspci -D -d 10de: 2>&1; return; }}
+    have lspci && {{ gd_lspci; return; }}
     echo "no /sys/bus/pci and no lspci"; return 1
   fi
+  _n=0
   for _d in /sys/bus/pci/devices/*; do
     [ -r "$_d/vendor" ] || continue
     read -r _v <"$_d/vendor" || continue
@@ -75,9 +84,10 @@ gd_pci() {{
     for _n in nvidia vfio-pci nouveau nvidia-nvswitch; do
       [ -e "/sys/bus/pci/drivers/$_n/$_b" ] && {{ _drv=$_n; break; }}
     done
-    printf '%s %s %s\n' "$_b" "$_c" "$_drv"
+    printf '%s %s %s\n' "$_b" "$_c" "$_drv"; _n=1
     case $_c in 0x0680*) gd_switches=1 ;; esac
   done
+  [ "$_n" = 0 ] && have lspci && {{ gd_lspci; return; }}
   return 0
 }}
 # Running daemons by name, from /proc/*/comm (15 characters at most).
@@ -261,3 +271,34 @@ def _denied(line: str) -> bool:
 
 def _int(values: list[str], i: int) -> int | None:
     return int(values[i]) if len(values) > i and values[i].isdigit() else None
+
+
+def summary(data: Health) -> str:
+    """The one line `gpudash probe` prints for this section: what looks wrong, else what was
+    looked at (a count is never "ok" on its own: the checks give the verdict)."""
+    bits: list[str] = []
+    if data.missing:
+        bits.append(data.missing)
+    elif data.gpus:
+        bits.append(f"{len(data.gpus)} GPU(s) read")
+    slow = sum(any(r in SLOWDOWN_REASONS for r in g.reasons) for g in data.gpus)
+    if slow:
+        bits.append(f"{slow} slowed")
+    lost = sorted(set(data.lost_gpus) | set(data.unreachable))
+    if lost:
+        bits.append(f"{len(lost)} lost ({', '.join(lost[:3])})")
+    k = data.kernel
+    if k.source is None:
+        bits.append("kernel log unreadable")
+    else:
+        xids = sorted({e.xid for e in k.xids})
+        bits.append(f"Xid {','.join(map(str, xids[:6]))}" if xids else f"no Xid ({k.source})")
+        if k.fallen_off:
+            bits.append(f"fallen off the bus: {', '.join(k.fallen_off[:3])}")
+    fm = data.fabric_manager
+    if fm is not None:
+        bits.append(f"fabric manager {fm.active or '?'}")
+    down = sum(p.state != "ACTIVE" for p in data.rdma)
+    if data.rdma:
+        bits.append(f"RDMA {len(data.rdma) - down}/{len(data.rdma)} up")
+    return " · ".join(bits) or "nothing read"
