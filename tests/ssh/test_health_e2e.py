@@ -56,6 +56,17 @@ def check(sshd: Sshd, host: FakeHost, tmp_path: Path) -> dict:
     return json.loads(run.stdout)["hosts"][0]
 
 
+def _needs_lspci() -> None:
+    """The fake bus is lspci's: the section asks it only where sysfs shows no NVIDIA function
+    (a machine with GPUs of its own would show its real bus instead)."""
+    devices = Path("/sys/bus/pci/devices")
+    if any(
+        (d / "vendor").exists() and (d / "vendor").read_text().strip() == "0x10de"
+        for d in (devices.iterdir() if devices.is_dir() else ())
+    ):
+        pytest.skip("this machine has NVIDIA PCI functions of its own: sysfs wins over lspci")
+
+
 def health(found: dict) -> dict[str, dict]:
     return {f["code"]: f for f in found["findings"] if f["code"].startswith("health.")}
 
@@ -95,12 +106,7 @@ def test_gpus_on_the_bus_that_nvidia_smi_does_not_list_are_lost(
 ) -> None:
     """lspci shows four GPUs (a public report's bus), nvidia-smi -q the one H200: four lost.
     This machine's sysfs has no NVIDIA function, so the section asks lspci, as on a sandbox."""
-    if any(
-        (d / "vendor").read_text().strip() == "0x10de"
-        for d in Path("/sys/bus/pci/devices").glob("*")
-        if (d / "vendor").exists()
-    ):
-        pytest.skip("this machine has NVIDIA PCI functions of its own: sysfs wins over lspci")
+    _needs_lspci()
     fakegpu.install(fake_host.bin_dir, {**BASE, "lspci.txt": PUB / "lspci-4x-26b9.txt"})
     found = health(check(sshd, fake_host, tmp_path))
     lost = found["health.lost_gpus"]
@@ -118,11 +124,7 @@ def test_a_fabric_manager_that_does_not_match_the_driver_is_a_fail(
 ) -> None:
     """NVSwitches on the bus (an HGX H100's lspci) make the section ask systemctl, whose real
     status block says the fabric manager refused the driver."""
-    if Path("/sys/bus/pci/devices").exists() and any(
-        (d / "vendor").exists() and (d / "vendor").read_text().strip() == "0x10de"
-        for d in Path("/sys/bus/pci/devices").iterdir()
-    ):
-        pytest.skip("this machine has NVIDIA PCI functions of its own: sysfs wins over lspci")
+    _needs_lspci()
     fakegpu.install(
         fake_host.bin_dir,
         {

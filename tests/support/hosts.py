@@ -3,10 +3,11 @@
     host("h200-1x")                                   the real H200, every section
     host("dgx-h200", gpus={"query": C / "query-h200-8x-varied-mixed.txt"})   one part swapped
 
-Each section's parts come from tests/fixtures/ (h200-1x/, h200-device/, public/, saved/sources/) or from
-the varied/derived copies in this folder (README.md says what each changed); a part given as
-a str is the text itself (the record formats the probe's shell prints, for what no capture
-holds, e.g. a model folder with a missing shard). `None` drops a section.
+Each section's parts come from tests/fixtures/ (h200-1x/, h200-device/, public/,
+saved/sources/) or from the varied/derived copies in this folder (README.md says what each
+changed); a part given as a str is the text itself (the record formats the probe's shell
+prints, for what no capture holds, e.g. a model folder with a missing shard). `None` drops a
+section.
 """
 
 from __future__ import annotations
