@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpudash.checks.versions import Spec, parse_version
 from gpudash.probe.parts import split_parts
 from gpudash.probe.sections.system import parse_os_release
 from gpudash.probe.stream import FrameReader
 from gpudash.saved import load_host
 from gpudash.tasks.jobs import parse_list, parse_status
 from gpudash.text import clean, clean_line, strip_escapes
+from gpudash.versions import Spec, parse_version
 from tests.support import FIXTURES
 
 FIX = FIXTURES
