@@ -25,6 +25,7 @@ from gpudash.text import clean, clean_line
 if TYPE_CHECKING:
     from gpudash.probe.sections.env import Env
     from gpudash.probe.sections.gpus import Gpus
+    from gpudash.probe.sections.health import Health
     from gpudash.probe.sections.models import Models
     from gpudash.probe.sections.network import Network
     from gpudash.probe.sections.system import System
@@ -92,6 +93,7 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         ("Env", _env),
         ("Models", _models),
         ("Network", _network),
+        ("Health", _health),
     )
     for title, part in parts:
         section = result.sections.get(title.lower())
@@ -348,4 +350,34 @@ def _network(n: Network) -> list[str]:
     extra = "; HF_HUB_OFFLINE set" if n.hf_offline else ""
     proxies = f"; proxy variables: {md(', '.join(n.proxies))}" if n.proxies else ""
     lines.append(f"HF token: {token}{extra}{proxies}.")
+    return lines
+
+
+def _health(h: Health) -> list[str]:
+    """What the health section read, per GPU and for the host (the verdicts are above)."""
+    from gpudash.probe.sections.health import summary
+
+    lines = []
+    if h.gpus:
+        rows = []
+        for i, g in enumerate(h.gpus):
+            link = f"gen{g.pcie_gen or '?'}/{g.pcie_gen_max or '?'} x{g.pcie_width or '?'}"
+            link += f"/{g.pcie_width_max or '?'}"
+            xids = sorted({e.xid for e in h.kernel.xids if e.bus == g.key})
+            rows.append(
+                (
+                    i,
+                    g.key or g.bus_id,
+                    ", ".join(g.reasons) if g.reasons_read else "?",
+                    link,
+                    _yes(g.remap_pending, "yes", "no") if g.remap_pending is not None else "?",
+                    "?" if g.ecc_uncorrected_volatile is None else g.ecc_uncorrected_volatile,
+                    ", ".join(map(str, xids)) or "none",
+                )
+            )
+        lines += _table(
+            ["#", "Bus", "Clock reasons", "PCIe", "Remap pending", "Uncorr. ECC", "Xid"], rows
+        )
+        lines.append("")
+    lines.append(md(summary(h)) + ".")
     return lines

@@ -44,6 +44,8 @@ class ReplayTransport(Transport):
             if name not in self._saved.sections:
                 continue
             rc, _error, parts = self._saved.sections[name]
+            if rc is None and not parts:
+                continue  # it never arrived (a capture older than the section): say so again
             frames = []
             for part in parts.values():
                 if not part.name:
