@@ -4,7 +4,10 @@ Peaks are the vendor's dense (no 2:4 sparsity) bf16 tensor rate with FP32 accumu
 is what `torch.matmul` on bf16 uses, and the memory bandwidth. Nothing reaches a peak: the
 floors below which gpudash warns are its own choice, written as fractions of the peak next
 to the real H200 run that calibrated them (tests/fixtures/verify/h200-1x.json: 671-686 TFLOP/s
-= 68-69 % of 989, a 1 GiB copy 4246 GB/s = 88 % of 4800, sustained over ~1 s at 700 W).
+= 68-69 % of 989, a 1 GiB copy 4246 GB/s = 88 % of 4800). The matmul is measured sustained,
+and sustained bf16 work holds an H200 at its 700 W cap: the SM clock falls from 1980 to
+~1470 MHz and the rate from ~787 TFLOP/s (a 10-product burst) to ~670 (device2.log and
+device2-smi-samples.csv beside that fixture).
 
 All-reduce ranges are nccl-tests' busbw for large messages with NVLink SHARP (NVLS) off, as
 the verify task runs it: with NVLS on, H100 boards show ~480 GB/s instead of ~370.
