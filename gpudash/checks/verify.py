@@ -92,6 +92,16 @@ def check(result: VerifyResult | None, now: Now | None = None) -> list[Finding]:
             )
         )
         return out
+    if result.force:
+        out.append(
+            Finding(
+                Severity.INFO,
+                "verify.forced",
+                "verify measured with params.force: speed figures may be low because of "
+                "other processes on the GPUs",
+                facts={"force": True},
+            )
+        )
     stack = _stack(result, now)
     out.extend(stack)
     if any(f.severity is Severity.FAIL for f in stack) and not result.gpus:

@@ -104,6 +104,7 @@ class VerifyResult:
     executable: str | None = None
     driver: str | None = None
     expect_gpus: int | None = None
+    force: bool = False  # measured although other processes held GPU memory
     torch: VerifyTorch = field(default_factory=VerifyTorch)
     gpus: tuple[VerifyGpu, ...] = ()
     peer: tuple[tuple[bool | None, ...], ...] = ()
@@ -166,6 +167,7 @@ def _parse(text: str | bytes) -> VerifyResult:
         executable=_text(doc.get("executable")),
         driver=_text(doc.get("driver")),
         expect_gpus=_int(doc.get("expect_gpus")),
+        force=doc.get("force") is True,
         torch=_torch(doc.get("torch")),
         gpus=gpus,
         peer=_peer(doc.get("peer")),

@@ -279,3 +279,10 @@ def test_every_table_row_has_a_source_and_sane_figures():
 def test_gpu_names_find_their_row(name, model):
     peak = peak_for(name)
     assert (peak.model if peak else None) == model
+
+
+def test_a_forced_run_says_its_figures_were_taken_beside_other_processes():
+    # The real run with --force while another process held 2 GiB and computed (fixture README).
+    found = check(parse_verify((VERIFY / "h200-forced.json").read_text()))
+    assert codes(found) == {"verify.forced": Severity.INFO, "verify.ok": Severity.OK}
+    assert "552 TFLOP/s" in next(f.title for f in found if f.code == "verify.ok")
