@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from statistics import median
 from typing import Any
 
@@ -42,7 +41,7 @@ class Now:
     nvlink_all: bool | None = None  # every GPU pair on NVLink / NVSwitch
     driver: str | None = None  # the driver now
     torch: str | None = None  # torch in the serving venv now
-    time: datetime | None = None
+    time: float | None = None  # Unix time now, on the host's clock where known
 
 
 def _f(

@@ -94,8 +94,8 @@ class VerifyEngine:
 @dataclass(frozen=True)
 class VerifyResult:
     status: str  # "ok", "fail", "refused" or "unknown" (unreadable)
-    started: datetime | None = None
-    finished: datetime | None = None
+    started: float | None = None  # Unix time (the file's ISO time, UTC when it names no zone)
+    finished: float | None = None
     duration_s: float | None = None
     torch_import_s: float | None = None
     after_import_s: float | None = None
@@ -114,10 +114,10 @@ class VerifyResult:
     refused: str | None = None
     notes: tuple[str, ...] = ()
 
-    def age_s(self, now: datetime) -> float | None:
-        """Seconds since the run finished (None when its time is unknown)."""
-        when = self.finished or self.started
-        return None if when is None else max(0.0, (now - when).total_seconds())
+    def age_s(self, now: float) -> float | None:
+        """Seconds since the run finished, at Unix time `now` (None when its time is unknown)."""
+        when = self.finished if self.finished is not None else self.started
+        return None if when is None else max(0.0, now - when)
 
 
 def parse_verify(text: str | bytes) -> VerifyResult:
@@ -206,15 +206,15 @@ def _bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _time(value: Any) -> datetime | None:
+def _time(value: Any) -> float | None:
     text = _text(value)
     if text is None or len(text) > 40:
         return None
     try:
         when = datetime.fromisoformat(text)
-    except ValueError:
+        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+    except (ValueError, OverflowError, OSError):
         return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def _torch(raw: Any) -> VerifyTorch:

@@ -22,7 +22,7 @@ from tests.support import FIXTURES
 
 VERIFY = FIXTURES / "verify"
 REAL = json.loads((VERIFY / "h200-1x.json").read_text())
-AN_HOUR_LATER = datetime(2026, 12, 3, 21, 33, 13, tzinfo=timezone.utc)
+AN_HOUR_LATER = datetime(2026, 12, 3, 21, 33, 13, tzinfo=timezone.utc).timestamp()
 
 
 def findings(doc: dict, now: Now | None = None):
