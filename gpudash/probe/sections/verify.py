@@ -63,7 +63,7 @@ def summary(data: VerifySection) -> str:
     if r is None:
         return "not run (V runs it)"
     age = data.age_s()
-    when = "" if age is None else f", {_age(age)} ago"
+    when = "" if age is None else f", {age_text(age)} ago"
     if r.status in ("unknown", "refused"):
         return f"{r.status}{when}"
     measured = [g for g in r.gpus if g.matmul_tflops is not None]
@@ -78,7 +78,8 @@ def summary(data: VerifySection) -> str:
     return line
 
 
-def _age(seconds: float) -> str:
+def age_text(seconds: float) -> str:
+    """`3 h`, `12 min`, `40 s`: an age as a panel or a summary line shows it."""
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{seconds / size:.0f} {unit}"
