@@ -178,3 +178,9 @@ def test_the_program_passes_the_projects_ruff():
         cwd=ROOT,
     )
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_program_parses_as_python_3_9_for_older_serving_venvs():
+    import ast
+
+    ast.parse(PROGRAM.read_text(), feature_version=(3, 9))

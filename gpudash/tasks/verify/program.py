@@ -208,7 +208,9 @@ def busy_gpus(facts: dict) -> dict[int, int]:
 
 
 def _norm_uuid(text: object) -> str:
-    return str(text or "").lower().removeprefix("gpu-")
+    """`GPU-D12F...` (nvidia-smi) and `d12f...` (torch) -> `d12f...`."""
+    value = str(text or "").lower()
+    return value[4:] if value.startswith("gpu-") else value
 
 
 # ---------------------------------------------------------------- measurements
