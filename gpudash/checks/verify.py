@@ -8,10 +8,11 @@ Each finding that re-running verify can confirm or clear carries `fix_task="veri
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudash.checks import Finding, Severity
 from gpudash.checks.verify_expect import (
@@ -23,7 +24,11 @@ from gpudash.checks.verify_expect import (
     pcie_gbps,
     peak_for,
 )
+from gpudash.probe.sections.verify import VerifySection
 from gpudash.probe.verify import VerifyGpu, VerifyResult
+
+if TYPE_CHECKING:
+    from gpudash.checks.context import Context
 
 TASK = "verify"
 SLOW_WARN = 0.15
@@ -52,7 +57,36 @@ def _f(
     return Finding(severity, f"verify.{code}", title, why, fix, facts, fix_task=task)
 
 
-def check(result: VerifyResult | None, now: Now | None = None) -> list[Finding]:
+def check(ctx: Context) -> list[Finding]:
+    """The family entry: the host's verify section judged against its other sections.
+
+    Nothing when the verify section was not probed (a saved probe from an older gpudash):
+    only a probe that looked for the result may say that verify never ran."""
+    section = ctx.result.data("verify")
+    if not isinstance(section, VerifySection):
+        return []
+    return judge(section.result, now_of(ctx, section))
+
+
+def now_of(ctx: Context, section: VerifySection) -> Now:
+    """The probe's facts a result is judged against: the GPUs the driver lists, whether every
+    pair is on NVLink, the driver, and torch in the venv the result was measured in."""
+    torch = None
+    result = section.result
+    if result is not None and result.executable:
+        venv = posixpath.dirname(posixpath.dirname(result.executable))
+        torch = next((v.packages.get("torch") for v in ctx.venvs if v.path == venv), None)
+    topology = ctx.topology
+    return Now(
+        gpus=len(ctx.gpu_list) if ctx.gpus is not None and ctx.gpus.source != "none" else None,
+        nvlink_all=topology.all_nvlink if topology is not None and topology.matrix else None,
+        driver=ctx.driver_version,
+        torch=torch,
+        time=section.host_now,
+    )
+
+
+def judge(result: VerifyResult | None, now: Now | None = None) -> list[Finding]:
     """Every verify finding for one host's last result (None: verify never ran there)."""
     now = now or Now()
     if result is None:

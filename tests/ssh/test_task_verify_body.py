@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from gpudash.checks.verify import check
+from gpudash.checks.verify import judge
 from gpudash.probe.sections import verify as section
 from gpudash.tasks.verify import BODY, PROGRAM, RESULT_DIR
 from tests.support.sectionrun import run_section
@@ -48,7 +48,7 @@ def test_a_venv_without_torch_fails_with_one_line_and_leaves_its_result(tmp_path
     assert (job / "result.json").read_bytes() == (home / RESULT_DIR / "last.json").read_bytes()
     _parts, data = run_section(section, {"HOME": str(home), "PATH": os.environ["PATH"]})
     assert data.result.status == "fail" and data.result.expect_gpus == 8
-    (finding,) = check(data.result)
+    (finding,) = judge(data.result)
     assert finding.code == "verify.torch_import" and finding.fix_task == "torch"
 
 

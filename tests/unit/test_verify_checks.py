@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import pytest
 
 from gpudash.checks import Severity
-from gpudash.checks.verify import Now, check
+from gpudash.checks.verify import Now, judge
 from gpudash.checks.verify_expect import BUSBW, PEAKS, pcie_gbps, peak_for
 from gpudash.probe.verify import parse_verify
 from gpudash.tasks.verify import program as prog
@@ -26,7 +26,7 @@ AN_HOUR_LATER = datetime(2026, 12, 3, 21, 33, 13, tzinfo=timezone.utc).timestamp
 
 
 def findings(doc: dict, now: Now | None = None):
-    return check(parse_verify(json.dumps(doc)), now)
+    return judge(parse_verify(json.dumps(doc)), now)
 
 
 def codes(found) -> dict[str, Severity]:
@@ -207,14 +207,14 @@ def test_a_kernel_error_or_a_wrong_matmul_fails_that_gpu():
 
 
 def test_the_real_no_torch_and_busy_and_count_results():
-    notorch = check(parse_verify((VERIFY / "h200-notorch.json").read_text()))
+    notorch = judge(parse_verify((VERIFY / "h200-notorch.json").read_text()))
     assert [(f.code, f.fix_task) for f in notorch] == [("verify.torch_import", "torch")]
     assert notorch[0].title == (
         "torch does not import in /usr/bin/python3: ModuleNotFoundError: No module named 'torch'"
     )
-    busy = check(parse_verify((VERIFY / "h200-busy.json").read_text()))
+    busy = judge(parse_verify((VERIFY / "h200-busy.json").read_text()))
     assert [(f.code, f.severity) for f in busy] == [("verify.refused", Severity.WARN)]
-    count = check(parse_verify((VERIFY / "h200-count2.json").read_text()), Now(gpus=1))
+    count = judge(parse_verify((VERIFY / "h200-count2.json").read_text()), Now(gpus=1))
     assert codes(count) == {"verify.gpu_count": Severity.FAIL}
     assert count[0].title == "CUDA sees 1 GPU(s), the driver reports 2"
 
@@ -230,13 +230,13 @@ def test_a_result_older_than_the_driver_or_torch_is_stale():
 
 
 def test_no_result_and_an_unreadable_result_are_never_ok():
-    (never,) = check(None)
+    (never,) = judge(None)
     assert (never.code, never.severity, never.fix_task) == (
         "verify.not_run",
         Severity.INFO,
         "verify",
     )
-    (bad,) = check(parse_verify("{garbled"))
+    (bad,) = judge(parse_verify("{garbled"))
     assert (bad.code, bad.severity) == ("verify.unreadable", Severity.WARN)
 
 
@@ -283,6 +283,6 @@ def test_gpu_names_find_their_row(name, model):
 
 def test_a_forced_run_says_its_figures_were_taken_beside_other_processes():
     # The real run with --force while another process held 2 GiB and computed (fixture README).
-    found = check(parse_verify((VERIFY / "h200-forced.json").read_text()))
+    found = judge(parse_verify((VERIFY / "h200-forced.json").read_text()))
     assert codes(found) == {"verify.forced": Severity.INFO, "verify.ok": Severity.OK}
     assert "552 TFLOP/s" in next(f.title for f in found if f.code == "verify.ok")
