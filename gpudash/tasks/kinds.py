@@ -305,6 +305,7 @@ KINDS: Mapping[str, Kind] = {
         VERIFY_BODY,
         None,
         affects=("verify",),
+        needs_facts=True,  # the GPU count the driver lists, which CUDA's must equal
         default_timeout=900,
     ),
     "script": Kind("script", {}, "", None, default_timeout=3600),

@@ -28,6 +28,8 @@ class Facts:
     driver_cuda: str | None = None
     ccs: tuple[str, ...] = ()
     known: bool = False
+    gpus: int | None = None
+    """How many GPUs the driver lists (verify compares CUDA's count with it)."""
 
     @classmethod
     def from_result(cls, result: Any) -> Facts:
@@ -35,8 +37,10 @@ class Facts:
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
             return cls()
-        ccs = tuple(g.cc for g in getattr(gpus, "gpus", ()) if g.cc)
-        return cls(getattr(gpus, "cuda_version", None), ccs, known=True)
+        listed = tuple(getattr(gpus, "gpus", ()))
+        ccs = tuple(g.cc for g in listed if g.cc)
+        count = len(listed) if getattr(gpus, "source", "none") != "none" else None
+        return cls(getattr(gpus, "cuda_version", None), ccs, known=True, gpus=count)
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,12 @@ def prepare(
                 raise PrepareError(f"{spec.name}: cannot read {path}: {exc.strerror}") from None
     if spec.kind == "script":
         body = spec.run or ""
+    if spec.kind == "verify":  # the program travels with the job; see gpudash/tasks/verify
+        from gpudash.tasks.verify import PROGRAM
+
+        files["program.py"] = PROGRAM.read_text(encoding="utf-8")
+        if facts.gpus is not None:
+            params["expect_gpus"] = str(facts.gpus)
 
     for name, value in params.items():
         if isinstance(value, bool):

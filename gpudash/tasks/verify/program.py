@@ -166,9 +166,10 @@ def smi_facts() -> dict:
     out: dict = {"gpus": [], "apps": None}
     rows = _smi([f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"])
     for row in rows or []:
-        if len(row) < 9:
+        if len(row) < 9 or _int(row[0]) is None:  # a header, or not this query's answer
             continue
-        out["driver"] = row[3] or None
+        if re.fullmatch(r"\d+(\.\d+)+", row[3]):
+            out["driver"] = row[3]
         out["gpus"].append(
             {
                 "index": _int(row[0]),
