@@ -119,7 +119,7 @@ async def main():
     async with app.run_test(size=size) as pilot:
         while not (len(app.results) == n
                    and all(r.elapsed_s is not None for r in app.results.values())
-                   and not app._busy):
+                   and not app.probing.busy):
             await pilot.pause(0.05)
         await pilot.pause()
         out["settled_s"] = round(time.perf_counter() - t0, 2)

@@ -28,7 +28,8 @@ from gpudash.model import (
 from gpudash.transport.base import Transport
 
 if TYPE_CHECKING:
-    from gpudash.checks.compare import Groups
+    from gpudash.checks.finding import Finding
+    from gpudash.checks.groups import Groups
 
 
 class Fleet:
@@ -124,9 +125,13 @@ class Fleet:
         The tag groups' majorities are kept in one `Groups`, moved by this host's result
         alone; only the peers it names are checked again, and a peer's findings are sent
         only when they differ. (Re-checking every peer, each walking every peer, cost
-        O(N²) per host round and O(N³) per fleet round.)"""
-        from gpudash.checks import run_checks
-        from gpudash.checks.compare import Groups
+        O(N²) per host round and O(N³) per fleet round.)
+
+        Guarded per host like the probe itself: checks that raise cost their own verdicts
+        (one `check.error` finding each), never this host's other findings, another host's,
+        or the round."""
+        from gpudash.checks.finding import check_error, sort_findings
+        from gpudash.checks.groups import Groups
 
         if self._groups is None:
             self._groups = Groups()
@@ -134,16 +139,33 @@ class Fleet:
         host = self._by_name.get(name)
         if host is None:
             return []
-        peers = self._groups.update(name, host.tags, self.results.get(name))
+        broken: tuple[Finding, ...] = ()
+        try:
+            peers = self._groups.update(name, host.tags, self.results.get(name))
+        except Exception as exc:  # its comparisons are unknown; its own checks still run
+            peers, broken = set(), (check_error("compare", exc),)
         out = []
         for host_name in [name, *sorted(peers)]:
             config, result = self._by_name.get(host_name), self.results.get(host_name)
             if config is None or result is None:
                 continue
-            found = run_checks(result, config, (), self.config.tasks, self._groups)
+            found = self._checks(config, result)
+            if host_name == name and broken:
+                found = sort_findings((*found, *broken))
             if host_name == name or found != result.findings:
                 out.append(FindingsComputed(host_name, found))
         return out
+
+    def _checks(self, host: HostConfig, result: HostResult) -> tuple[Finding, ...]:
+        """One host's findings; `run_checks` guards each check family itself, and this
+        guards whatever runs around them (the task-key lookup, the sort)."""
+        from gpudash.checks import run_checks
+        from gpudash.checks.finding import check_error
+
+        try:
+            return run_checks(result, host, (), self.config.tasks, self._groups)
+        except Exception as exc:
+            return (check_error("checks", exc),)
 
     async def close(self) -> None:
         for transport in self._transports.values():

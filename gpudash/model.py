@@ -10,9 +10,12 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudash.probe.parts import Part
+
+if TYPE_CHECKING:  # a name only: a probe that shows no findings imports no check
+    from gpudash.checks.finding import Finding
 
 
 class HostState(str, enum.Enum):
@@ -53,7 +56,7 @@ class HostResult:
     sections: Mapping[str, SectionResult] = field(default_factory=dict)
     sections_total: int = 0
     elapsed_s: float | None = None
-    findings: tuple[Any, ...] = ()  # gpudash.checks.Finding, worst first, after each round
+    findings: tuple[Finding, ...] = ()  # worst first, after each round
 
     @property
     def done(self) -> int:
@@ -101,7 +104,7 @@ class FindingsComputed:
     can recompute them too, since hosts sharing a tag are compared."""
 
     host: str
-    findings: tuple[Any, ...]
+    findings: tuple[Finding, ...]
 
 
 Event = HostStateChanged | SectionDone | ProbeFinished | FindingsComputed

@@ -12,17 +12,28 @@ markup into the ticket.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from gpudash.checks import Finding, Severity, counts, worst_severity
+from gpudash.checks.finding import Finding, Severity, counts, worst_severity
+from gpudash.checks.fixes import fix_phrase
 from gpudash.model import HostResult, to_jsonable
 from gpudash.summary import human_bytes
+
+if TYPE_CHECKING:
+    from gpudash.probe.sections.env import Env
+    from gpudash.probe.sections.gpus import Gpus
+    from gpudash.probe.sections.models import Models
+    from gpudash.probe.sections.network import Network
+    from gpudash.probe.sections.system import System
+    from gpudash.probe.sections.toolkit import Toolkit
+    from gpudash.probe.sections.topology import Topology
+    from gpudash.probe.topo import Topology as TopoMatrix
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 
 
-def md(value: Any) -> str:
+def md(value: object) -> str:
     """Remote text as literal Markdown on one line: `?` for None."""
     if value is None:
         return "?"
@@ -30,7 +41,7 @@ def md(value: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     """A Markdown table; header cells are ours, row cells are escaped."""
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for row in rows:
@@ -46,7 +57,8 @@ def _yes(flag: bool | None, yes: str = "on", no: str = "off") -> str:
     return "?" if flag is None else yes if flag else no
 
 
-def render_json(result: HostResult, findings: Sequence[Finding]) -> dict[str, Any]:
+def render_json(result: HostResult, findings: Sequence[Finding]) -> dict[str, object]:
+    """The report as one JSON document."""
     return {
         "host": result.name,
         "state": result.state.value,
@@ -69,7 +81,8 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         "",
     ]
     lines += _findings(findings)
-    for title, part in (
+    # Any: each renderer takes its own section's dataclass; `SectionResult.data` is untyped.
+    parts: tuple[tuple[str, Callable[[Any], list[str]]], ...] = (
         ("System", _system),
         ("GPUs", _gpus),
         ("Topology", _topology),
@@ -77,7 +90,8 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         ("Env", _env),
         ("Models", _models),
         ("Network", _network),
-    ):
+    )
+    for title, part in parts:
         section = result.sections.get(title.lower())
         lines += [f"## {title}", ""]
         if section is None:
@@ -99,11 +113,8 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
         if f.why:
             lines.append(f"  - Why: {md(f.why)}")
         if f.fix:
-            task = ""
-            if f.fix_task:
-                key = f", key `{f.fix_key}`" if f.fix_key else ""
-                task = f" (task `{f.fix_task}`{key})"
-            lines.append(f"  - Fix: {md(f.fix)}{task}")
+            task = fix_phrase(f.fix_task, f.fix_key, "markdown")
+            lines.append(f"  - Fix: {md(f.fix)}{' ' + task if task else ''}")
         facts = _facts(f.facts)
         if facts:
             lines.append(f"  - Facts: {facts}")
@@ -115,7 +126,7 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
     return [*lines, ""]
 
 
-def _facts(facts: Any) -> str:
+def _facts(facts: Mapping[str, object]) -> str:
     parts = []
     for key, value in dict(facts).items():
         if value in (None, [], {}, ""):
@@ -128,7 +139,7 @@ def _facts(facts: Any) -> str:
     return "; ".join(parts)
 
 
-def _system(s: Any) -> list[str]:
+def _system(s: System) -> list[str]:
     cpu = f"{s.cpu_model or '?'} ({s.cpus or '?'} CPUs)"
     uptime = f"{s.uptime_s / 86400:.1f} days" if s.uptime_s else None
     rows = [
@@ -143,7 +154,7 @@ def _system(s: Any) -> list[str]:
     return _table(["", ""], rows)
 
 
-def _gpus(g: Any) -> list[str]:
+def _gpus(g: Gpus) -> list[str]:
     if g.missing:
         return [md(g.missing)]
     lines = [f"Driver {md(g.driver_version)}, CUDA {md(g.cuda_version)} (source: {md(g.source)})."]
@@ -180,7 +191,7 @@ def _power(w: float | None, cap: float | None) -> str:
     return f"{'?' if w is None else f'{w:.0f}'} / {'?' if cap is None else f'{cap:.0f}'} W"
 
 
-def _topology(t: Any) -> list[str]:
+def _topology(t: Topology) -> list[str]:
     if t.missing:
         return [md(t.missing)]
     lines = [f"{md(t.summary)}."]
@@ -214,14 +225,16 @@ def _nic(names: str, legend: dict[str, str]) -> str:
     return ", ".join(f"{n} ({legend[n]})" if n in legend else n for n in names.split(", "))
 
 
-def _has(m: Any, column: str) -> bool:
+def _has(m: TopoMatrix, column: str) -> bool:
     return bool(m.cpu_affinity if column == "CPU Affinity" else m.numa_affinity)
 
 
-def _toolkit(k: Any) -> list[str]:
+def _toolkit(k: Toolkit) -> list[str]:
     lines = []
     if k.nvcc:
-        rows = [(n.path, n.version or n.release or n.error, ", ".join(n.aliases)) for n in k.nvcc]
+        rows: list[Sequence[object]] = [
+            (n.path, n.version or n.release or n.error, ", ".join(n.aliases)) for n in k.nvcc
+        ]
         lines += _table(["nvcc (first wins on PATH)", "Version", "Also as"], rows)
     else:
         lines.append("No nvcc found.")
@@ -250,10 +263,10 @@ def _toolkit(k: Any) -> list[str]:
 _SHOWN_PACKAGES = ("sglang", "vllm", "flashinfer-python", "transformers", "triton")
 
 
-def _env(e: Any) -> list[str]:
+def _env(e: Env) -> list[str]:
     lines = []
     if e.pythons:
-        rows = [(p.path, p.version or p.error, p.pip) for p in e.pythons]
+        rows: list[Sequence[object]] = [(p.path, p.version or p.error, p.pip) for p in e.pythons]
         lines += _table(["Python", "Version", "pip"], rows)
     else:
         lines.append("No python on PATH.")
@@ -282,9 +295,9 @@ def _env(e: Any) -> list[str]:
     return lines
 
 
-def _models(m: Any) -> list[str]:
+def _models(m: Models) -> list[str]:
     lines = []
-    rows = []
+    rows: list[Sequence[object]] = []
     for d in m.dirs:
         if not d.exists:
             rows.append((d.path, "(no such dir)", "", "", ""))
@@ -315,7 +328,7 @@ def _models(m: Any) -> list[str]:
     return lines
 
 
-def _network(n: Any) -> list[str]:
+def _network(n: Network) -> list[str]:
     lines = []
     if n.targets:
         rows = []

@@ -1,20 +1,35 @@
-"""What every check reads: one host's parsed sections, its config, and its peers."""
+"""What every check reads: one host's parsed sections, its config, and its peers.
+
+The sections are a mapping from the registry's names to their parsed data, filled from the
+host's result whatever sections there are: a new section reaches its checks through
+`ctx.section(name, Type)` with no change here. The named properties are typed shortcuts for
+the sections the existing checks read.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar, cast, overload
 
 from gpudash.checks.versions import Version, parse_version
 from gpudash.model import HostResult
 from gpudash.probe.registry import SECTION_NAMES
 
 if TYPE_CHECKING:
-    from gpudash.checks import Finding
-    from gpudash.checks.compare import Groups
-    from gpudash.checks.expect import Expect
+    from gpudash.checks.finding import Finding
+    from gpudash.checks.groups import Groups
+    from gpudash.config.expect import Expect
     from gpudash.config.model import HostConfig
+    from gpudash.probe.sections.env import Env, Venv
+    from gpudash.probe.sections.gpus import Gpu, Gpus
+    from gpudash.probe.sections.models import Models
+    from gpudash.probe.sections.network import Network
+    from gpudash.probe.sections.system import System
+    from gpudash.probe.sections.toolkit import Toolkit
+    from gpudash.probe.sections.topology import Topology
+
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -22,13 +37,8 @@ class Context:
     result: HostResult
     host: HostConfig | None
     peers: tuple[tuple[HostConfig, HostResult], ...]
-    system: Any = None
-    gpus: Any = None
-    topology: Any = None
-    toolkit: Any = None
-    env: Any = None
-    models: Any = None
-    network: Any = None
+    sections: Mapping[str, object] = field(default_factory=dict)
+    """Each registered section's parsed data, by name; absent when it has none."""
     groups: Groups | None = None
     """Tag-group majorities shared by every host of a fleet check (else built from peers)."""
 
@@ -40,19 +50,61 @@ class Context:
         peers: Sequence[tuple[HostConfig, HostResult]] = (),
         groups: Groups | None = None,
     ) -> Context:
-        data = {n: result.data(n) for n in SECTION_NAMES}
-        return cls(result, host, tuple(peers), groups=groups, **data)
+        data = {n: d for n in SECTION_NAMES if (d := result.data(n)) is not None}
+        return cls(result, host, tuple(peers), data, groups)
+
+    @overload
+    def section(self, name: str) -> object | None: ...
+    @overload
+    def section(self, name: str, kind: type[D]) -> D | None: ...
+    def section(self, name: str, kind: type[D] | None = None) -> object | None:
+        """The named section's data, None when it has none; with `kind`, also None when the
+        data is not of that type (a replayed capture from another gpudash version)."""
+        data = self.sections.get(name)
+        if kind is not None and not isinstance(data, kind):
+            return None
+        return data
+
+    # Typed shortcuts: `cast`, not `section(name, Type)`, so that reading a section does not
+    # import its module here (the probe imported it already to parse it).
+    @property
+    def system(self) -> System | None:
+        return cast("System | None", self.sections.get("system"))
+
+    @property
+    def gpus(self) -> Gpus | None:
+        return cast("Gpus | None", self.sections.get("gpus"))
+
+    @property
+    def topology(self) -> Topology | None:
+        return cast("Topology | None", self.sections.get("topology"))
+
+    @property
+    def toolkit(self) -> Toolkit | None:
+        return cast("Toolkit | None", self.sections.get("toolkit"))
+
+    @property
+    def env(self) -> Env | None:
+        return cast("Env | None", self.sections.get("env"))
+
+    @property
+    def models(self) -> Models | None:
+        return cast("Models | None", self.sections.get("models"))
+
+    @property
+    def network(self) -> Network | None:
+        return cast("Network | None", self.sections.get("network"))
 
     @property
     def any_data(self) -> bool:
-        return any(getattr(self, n) is not None for n in SECTION_NAMES)
+        return bool(self.sections)
 
     @property
     def expect(self) -> Expect | None:
-        return getattr(self.host, "expect", None) if self.host is not None else None
+        return self.host.expect if self.host is not None else None
 
     @property
-    def gpu_list(self) -> tuple[Any, ...]:
+    def gpu_list(self) -> tuple[Gpu, ...]:
         return tuple(self.gpus.gpus) if self.gpus is not None else ()
 
     @property
@@ -71,12 +123,12 @@ class Context:
         return self.gpus.cuda_version if self.gpus is not None else None
 
     @property
-    def venvs(self) -> tuple[Any, ...]:
+    def venvs(self) -> tuple[Venv, ...]:
         return tuple(self.env.venvs) if self.env is not None else ()
 
     def section_notes(self) -> list[Finding]:
         """An info finding per section that did not arrive or failed: its checks are skipped."""
-        from gpudash.checks import Finding, Severity
+        from gpudash.checks.finding import Finding, Severity
 
         out = []
         for name in SECTION_NAMES:

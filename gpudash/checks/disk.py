@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
+from gpudash.checks.finding import Finding, Severity
+
+if TYPE_CHECKING:
+    from gpudash.probe.sections.models import Model, Models
 
 
-def find_model(models: Any, repo: str) -> Any:
+def find_model(models: Models, repo: str) -> Model | None:
     """The model folder holding `repo` ("org/name"): a hub cache entry "org/name", a nested
     "org/name" folder, or a plain folder named "name". A complete one wins over a partial."""
     want = repo.lower()
@@ -20,7 +23,7 @@ def find_model(models: Any, repo: str) -> Any:
     return next((m for m in hits if m.complete), hits[0] if hits else None)
 
 
-def free_bytes_for(models: Any, path: str) -> tuple[int | None, str | None]:
+def free_bytes_for(models: Models, path: str) -> tuple[int | None, str | None]:
     """Free bytes of the file system holding `path` on the host, and which probed path or
     mount told us. `~/x` is matched against probed paths under a home directory."""
     fss = [fs for fs in models.filesystems if fs.free_bytes is not None]

@@ -9,9 +9,9 @@ torch cpp_extension builds) rely on.
 
 from __future__ import annotations
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_run, driver_cuda, min_driver_for
+from gpudash.checks.finding import Finding, Severity
 from gpudash.checks.versions import parse_version, short
 
 

@@ -6,8 +6,8 @@ requires-python >= 3.10).
 
 from __future__ import annotations
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
+from gpudash.checks.finding import Finding, Severity
 from gpudash.checks.versions import at_least, short
 
 MIN_PYTHON = (3, 10)

@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
+from gpudash.checks.finding import Finding, Severity
 from gpudash.checks.versions import parse_version
 from gpudash.config.expect import Expect, ExpectedModel
 

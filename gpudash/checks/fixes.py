@@ -2,16 +2,14 @@
 
 Findings name a task (`fix_task = "torch"`); the key comes from the config's task specs
 (`[tasks.torch] key = "t"`, built-ins in gpudash/tasks/builtin.toml), so a user who remaps a
-task's key sees the new key in every finding.
+task's key sees the new key in every finding. `fix_phrase` is how a headless face names
+them, so `gpudash check` and `gpudash report` say it the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-# The tasks findings may name (all built-ins of gpudash/tasks/builtin.toml).
-FIX_TASKS = ("uv", "venv", "torch", "serving", "model")
+from typing import Any, Literal
 
 
 def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
@@ -28,3 +26,20 @@ def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
 
         return dict(builtin_task_keys())
     return {name: getattr(spec, "key", None) for name, spec in tasks.items()}
+
+
+def fix_phrase(
+    task: str | None, key: str | None, form: Literal["text", "markdown"] = "text"
+) -> str:
+    """The fixing task (and its app key, when it has one) in the words of one face:
+
+        text      "[task torch (key t)]"      `gpudash check`
+        markdown  "(task `torch`, key `t`)"   `gpudash report`
+
+    "" when no task fixes the finding. (The findings panel says "press t to run task torch"
+    with the key styled, from the same two fields.)"""
+    if not task:
+        return ""
+    if form == "markdown":
+        return f"(task `{task}`" + (f", key `{key}`)" if key else ")")
+    return f"[task {task}" + (f" (key {key})]" if key else "]")

@@ -3,8 +3,8 @@ taken by other processes, and mixed GPU models on one host."""
 
 from __future__ import annotations
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
+from gpudash.checks.finding import Finding, Severity
 
 # Memory a GPU uses with nothing running is a few MiB; above this, something holds it.
 MEMORY_IN_USE_MIB = 512

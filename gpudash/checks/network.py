@@ -7,8 +7,8 @@ Whether a model is gated is only known when the config says so (`expect.models =
 
 from __future__ import annotations
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
+from gpudash.checks.finding import Finding, Severity
 
 SERVICES = {
     "huggingface.co": "Hugging Face",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
+from gpudash.checks.finding import Finding, Severity
 
 # GPU names sold as SXM/HGX modules (always NVLinked, usually through NVSwitch). PCIe and NVL
 # (PCIe card with a bridge) variants are excluded by name.

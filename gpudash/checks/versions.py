@@ -7,6 +7,9 @@
     Spec.parse("2.11.*")          the same, written as a wildcard
 
 Comparisons pad with zeros: 580 == 580.0.0, so ">=580" accepts 580.65.06.
+
+A leaf: it imports nothing of gpudash, so the parsers (gpudash.probe), the config and the
+checks all read versions the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 Version = tuple[int, ...]
 
 _VERSION = re.compile(r"^\s*v?(\d{1,9}(?:\.\d{1,9})*)")
+_LOCAL_CUDA = re.compile(r"\+cu(\d{1,2})(\d)(?!\d)")
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*(\d{1,9}(?:\.\d{1,9})*)(\.\*)?\s*$")
 
 
@@ -26,6 +30,17 @@ def parse_version(text: str | None) -> Version | None:
         return None
     m = _VERSION.match(text)
     return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def local_cuda(version: str | None) -> Version | None:
+    """The CUDA a wheel was built for, from its `+cuNNN` local tag: `2.11.0+cu130` -> (13, 0),
+    `0.1.6+cu124torch2.4` -> (12, 4); None without one (a CPU build, a conda package).
+
+    The last digit is the minor version (cu126 = 12.6, cu130 = 13.0): the PyTorch index names
+    its builds so, e.g. https://download.pytorch.org/whl/cu121 serves torch==2.1.0+cu121 for
+    CUDA 12.1 (install line quoted at https://www.cnblogs.com/owlowl/p/17808195.html, 2023)."""
+    m = _LOCAL_CUDA.search(version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _pad(a: Version, b: Version) -> tuple[Version, Version]:

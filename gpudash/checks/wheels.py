@@ -8,22 +8,16 @@ cu130 build no Volta ones (gpudash.checks.cuda).
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-from gpudash.checks import Finding, Severity
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_run, can_target, cc_tuple, driver_cuda, min_driver_for
-from gpudash.checks.versions import Version, parse_version, short
+from gpudash.checks.finding import Fact, Finding, Severity
+from gpudash.checks.versions import Version, local_cuda, parse_version, short
 
 FLASHINFER = ("flashinfer-python", "flashinfer", "flashinfer-jit-cache", "flashinfer-cubin")
-_LOCAL_CUDA = re.compile(r"\+cu(\d{1,2})(\d)(?!\d)")
-
-
-def local_cuda(version: str | None) -> Version | None:
-    """`2.11.0+cu130` -> (13, 0); `0.1.6+cu124torch2.4` -> (12, 4)."""
-    m = _LOCAL_CUDA.search(version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
+if TYPE_CHECKING:
+    from gpudash.probe.sections.env import Venv
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -50,7 +44,7 @@ def check(ctx: Context) -> list[Finding]:
     for venv in with_torch:
         version = venv.packages["torch"]
         cuda = parse_version(venv.torch_cuda) if venv.torch_cuda else None
-        facts: dict[str, Any] = {
+        facts: dict[str, Fact] = {
             "venv": venv.path,
             "torch": version,
             "torch_cuda": venv.torch_cuda,
@@ -165,7 +159,7 @@ def _arch(
     return out
 
 
-def _flashinfer(ctx: Context, ccs: dict[tuple[int, int], list[int]], venv: Any) -> list[Finding]:
+def _flashinfer(ctx: Context, ccs: dict[tuple[int, int], list[int]], venv: Venv) -> list[Finding]:
     out: list[Finding] = []
     for name in FLASHINFER:
         version = venv.packages.get(name)

@@ -1,46 +1,37 @@
-"""The headless commands (`probe`, `parse`) and the entry point that opens the app.
+"""The `gpudash` command: one parser, one dispatch, and the entry point that opens the app.
 
-Every user error is one line on stderr naming the thing at fault, with exit code 2; a host
-that fails is exit code 1; nothing prints a traceback at a user.
+Each command lives in a module of its own (probe, parse, check, report, tasks/run) with a
+`register(subparsers)` that adds its parser and `set_defaults(handler=...)`; a handler takes
+the parsed args and returns an `ExitCode`. Only the module of the command being run is
+imported (the others' imports cost a `gpudash probe` 30-50 ms); help and a mistyped command
+import them all, so that help and the error list every command.
+
+Every user error is one line on stderr naming the thing at fault, with exit code 2; nothing
+prints a traceback at a user (`errors.ExitCode` lists every code).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from gpudash import __version__
-from gpudash.probe import TOOL_KINDS
+from gpudash.cli.errors import ExitCode, UsageError
 
-if TYPE_CHECKING:
-    from gpudash.config.model import Config
-
-EXIT_OK, EXIT_HOST_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a command killed by SIGPIPE
-
-# Subcommands that other modules add, by name. Each module has `register(subparsers)`, which
-# adds its parsers with `set_defaults(handler=...)`; a handler takes the parsed args and
-# returns the exit code. Only the module of the command being run is imported (the others'
-# imports cost a `gpudash probe` 30-50 ms); help and a mistyped command import them all.
+# The module that owns each command, by name, in the order help lists them.
 COMMAND_MODULES: dict[str, str] = {
+    "probe": "gpudash.cli.probe",
+    "parse": "gpudash.cli.parse",
     "tasks": "gpudash.cli.tasks",
     "run": "gpudash.cli.tasks",
     "check": "gpudash.cli.check",
-    "report": "gpudash.cli.check",
+    "report": "gpudash.cli.report",
 }
-BUILTIN_COMMANDS = ("probe", "parse")
-
-
-class UsageError(Exception):
-    """A one-line problem with what the user asked for (exit code 2)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,20 +48,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gpudash {__version__}")
     parser.add_argument("--config", metavar="PATH", help="config file (default: see README)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-
-    probe = sub.add_parser("probe", help="probe hosts and print what they have")
-    probe.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to probe (default: all)")
-    probe.add_argument("--json", action="store_true", help="print one JSON document")
-    probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
-    probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
-    add_config_option(probe)
-
-    parse = sub.add_parser("parse", help="parse one saved tool output and print JSON")
-    parse.add_argument("kind", choices=TOOL_KINDS, help="which tool printed it")
-    parse.add_argument("file", nargs="?", default="-", help="the file, or - for stdin")
-    parse.add_argument("--fields", help="column names of a --format=csv,noheader query")
-    probe.set_defaults(handler=_probe)
-    parse.set_defaults(handler=_parse)
     for name in _command_modules(argv):
         importlib.import_module(name).register(sub)
     return parser
@@ -78,8 +55,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def _command_modules(argv: Sequence[str] | None) -> list[str]:
     """The modules whose commands `argv` may need: the one that owns its command, none for
-    a built-in command or the app, all for help or a command no one owns (so that the
-    error lists every choice)."""
+    the app, all for help or a command no one owns (so that the error lists every choice)."""
     everything = list(dict.fromkeys(COMMAND_MODULES.values()))
     if argv is None:
         return everything
@@ -94,14 +70,9 @@ def _command_modules(argv: Sequence[str] | None) -> list[str]:
         elif not arg.startswith("-"):
             command = arg
             break
-    if command is None or command in BUILTIN_COMMANDS:
+    if command is None:
         return []
     return [COMMAND_MODULES[command]] if command in COMMAND_MODULES else everything
-
-
-def add_config_option(parser: argparse.ArgumentParser) -> None:
-    """`--config` accepted after the subcommand too (`gpudash probe --config x.toml`)."""
-    parser.add_argument("--config", dest="sub_config", metavar="PATH", help=argparse.SUPPRESS)
 
 
 def entry() -> NoReturn:
@@ -120,22 +91,23 @@ def entry() -> NoReturn:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command `argv` names (default: sys.argv) and return its exit code."""
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        argv = sys.argv[1:] if argv is None else argv
         args = build_parser(argv).parse_args(argv)
         return _dispatch(args)
     except UsageError as exc:
         print(f"gpudash: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return int(ExitCode.USAGE)
     except KeyboardInterrupt:
         print("gpudash: interrupted", file=sys.stderr)
-        return 130
+        return int(ExitCode.CANCELLED)
     except BrokenPipeError:
         # The reader left (`gpudash probe | head`): nothing is lost that anyone reads, and
         # the output still buffered must not fail again at exit.
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+        return int(ExitCode.BROKEN_PIPE)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -143,55 +115,12 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     try:
         if args.command is not None:
-            return int(args.handler(args))
+            code: ExitCode = args.handler(args)
+            return int(code)
+        from gpudash.cli.hosts import load
         from gpudash.ui import run_app
 
-        return run_app(load(args))
+        return run_app(load(args))  # the app's own status (0 unless it exits otherwise)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
-        return EXIT_USAGE
-
-
-def load(args: argparse.Namespace) -> Config:
-    """The config the user named (before or after the subcommand), or the default lookup."""
-    from gpudash.config.load import load_config
-
-    return load_config(getattr(args, "sub_config", None) or args.config)
-
-
-def _parse(args: argparse.Namespace) -> int:
-    from gpudash.probe.tools import parse_tool
-
-    if args.file == "-":
-        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    else:
-        try:
-            text = Path(args.file).read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
-    fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
-    print(json.dumps(parse_tool(args.kind, text, fields), indent=2))
-    return EXIT_OK
-
-
-def _probe(args: argparse.Namespace) -> int:
-    from gpudash.cli.probe import probe_command, replay_config
-
-    config = replay_config(Path(args.replay)) if args.replay else load(args)
-    known = {h.name for h in config.hosts}
-    unknown = [h for h in args.hosts if h not in known]
-    if unknown:
-        where = config.path or "the default config"
-        raise UsageError(
-            f"unknown host {unknown[0]!r} in {where} (hosts: {', '.join(sorted(known))})"
-        )
-    save = Path(args.save) if args.save else None
-    if save is not None:
-        try:  # before connecting anywhere: a bad --save must not cost a whole probe round
-            save.mkdir(mode=0o700, parents=True, exist_ok=True)
-            probe_file = save / ".gpudash-write-test"
-            probe_file.touch()
-            probe_file.unlink()
-        except OSError as exc:
-            raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
-    return asyncio.run(probe_command(config, args.hosts or None, as_json=args.json, save=save))
+        return int(ExitCode.USAGE)

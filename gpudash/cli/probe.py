@@ -1,38 +1,47 @@
-"""`gpudash probe` without a screen: stream a readable line per section, or one JSON document."""
+"""`gpudash probe [HOST...]` without a screen: a readable line per section as it arrives, or
+one JSON document; `--save DIR` keeps each host's raw outputs, `--replay DIR` shows them."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from gpudash.config.model import Config, HostConfig
+from gpudash.cli.errors import ExitCode, UsageError
+from gpudash.cli.hosts import add_config_option, load, replay_config, require_hosts
+from gpudash.config.model import Config
 from gpudash.fleet import Fleet
-from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone, apply
-from gpudash.saved import load_host, save_host, saved_hosts
+from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone
+from gpudash.saved import save_host
 from gpudash.summary import section_line
 
 
-def replay_config(root: Path) -> Config:
-    """One replay host per saved host directory under `root`."""
-    from gpudash.cli.main import UsageError
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    probe = sub.add_parser("probe", help="probe hosts and print what they have")
+    probe.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to probe (default: all)")
+    probe.add_argument("--json", action="store_true", help="print one JSON document")
+    probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
+    probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
+    add_config_option(probe)
+    probe.set_defaults(handler=_probe)
 
-    if not root.is_dir():
-        raise UsageError(f"{root}: no such directory (expected a `gpudash probe --save` dir)")
-    dirs = saved_hosts(root)
-    if not dirs:
-        raise UsageError(f"{root}: no saved hosts in it (no */meta.json)")
-    hosts = []
-    for directory in dirs:
-        try:
-            name = load_host(directory).host
-        except (OSError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        hosts.append(
-            HostConfig(name=name, transport="replay", address=name, replay_dir=str(directory))
-        )
-    return Config(path=str(root), hosts=tuple(hosts))
+
+def _probe(args: argparse.Namespace) -> ExitCode:
+    config = replay_config(Path(args.replay)) if args.replay else load(args)
+    require_hosts(config, args.hosts)
+    save = Path(args.save) if args.save else None
+    if save is not None:
+        try:  # before connecting anywhere: a bad --save must not cost a whole probe round
+            save.mkdir(mode=0o700, parents=True, exist_ok=True)
+            probe_file = save / ".gpudash-write-test"
+            probe_file.touch()
+            probe_file.unlink()
+        except OSError as exc:
+            raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
+    return asyncio.run(probe_command(config, args.hosts or None, as_json=args.json, save=save))
 
 
 async def probe_command(
@@ -42,20 +51,20 @@ async def probe_command(
     as_json: bool,
     save: Path | None,
     out: TextIO | None = None,
-) -> int:
+) -> ExitCode:
+    """Probe `names` (default: all), print as the events come, and return FAILED when any
+    host did not answer."""
     out = out or sys.stdout
-    snapshots: dict[str, HostResult] = {}
     async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
-        snapshots = {h.name: HostResult(h.name) for h in hosts}
         width = max((len(h.name) for h in hosts), default=4)
         async for event in fleet.probe(names):
-            snapshots[event.host] = apply(snapshots[event.host], event)
+            snapshot = fleet.results[event.host]  # the fleet folded `event` in already
             if not as_json:
-                _print_event(event, snapshots[event.host], width, out)
+                _print_event(event, snapshot, width, out)
             if isinstance(event, ProbeFinished) and save is not None:
-                save_host(save, snapshots[event.host])
-    results = [snapshots[h.name] for h in hosts]
+                save_host(save, snapshot)
+        results = [fleet.results.get(h.name) or HostResult(h.name) for h in hosts]
     if as_json:
         json.dump({"hosts": [r.to_json() for r in results]}, out, indent=2)
         out.write("\n")
@@ -63,10 +72,10 @@ async def probe_command(
         _print_totals(results, out)
     out.flush()
     failed = any(r.state is not HostState.READY for r in results)
-    return 1 if failed else 0
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
-def _print_event(event: object, snap: HostResult, width: int, out: TextIO) -> None:
+def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> None:
     prefix = f"{snap.name:<{width}} │ "
     if isinstance(event, SectionDone):
         if snap.state is HostState.FAILED or (event.result.error and not event.result.parts):

@@ -13,21 +13,20 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TextIO
 
-from gpudash.config.schema import suggest
+from gpudash.cli.errors import ExitCode, UsageError
+from gpudash.cli.hosts import add_config_option, load, require_hosts
+from gpudash.config.values import suggest
 
 if TYPE_CHECKING:
     from gpudash.config.model import Config, HostConfig
+    from gpudash.tasks.events import TaskEvent
     from gpudash.tasks.spec import TaskSpec
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
 
-
-def register(sub: Any) -> None:
-    from gpudash.cli.main import add_config_option
-
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tasks = sub.add_parser(
         "tasks", help="list the tasks; with HOST, whether each applies / is done there"
     )
@@ -48,59 +47,41 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=run_command)
 
 
-def _usage(message: str) -> Exception:
-    from gpudash.cli.main import UsageError
-
-    return UsageError(message)
-
-
 def _specs(config: Config) -> Mapping[str, TaskSpec]:
     from gpudash.tasks.spec import load_tasks
 
     return config.tasks or load_tasks()
 
 
-def _host(config: Config, name: str) -> HostConfig:
-    host = config.host(name)
-    if host is None:
-        names = [h.name for h in config.hosts]
-        where = config.path or "the default config"
-        raise _usage(
-            f"unknown host {name!r} in {where}{suggest(name, names)} (hosts: {', '.join(names)})"
-        )
-    return host
-
-
 def _task(specs: Mapping[str, TaskSpec], name: str) -> TaskSpec:
     if name not in specs:
-        raise _usage(f"unknown task {name!r}{suggest(name, list(specs))} (see `gpudash tasks`)")
+        raise UsageError(f"unknown task {name!r}{suggest(name, list(specs))} (see `gpudash tasks`)")
     return specs[name]
 
 
 # --- gpudash tasks -------------------------------------------------------------------------------
 
 
-def tasks_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from gpudash.cli.main import load
-
+def tasks_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCode:
     out = out or sys.stdout
     config = load(args)
     specs = _specs(config)
     if args.host is None:
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (s.key or "-", s.name, s.kind, ",".join(s.needs) or "-", s.title)
             for s in specs.values()
         ]
         _table(("KEY", "TASK", "KIND", "NEEDS", "TITLE"), rows, out)
-        return EXIT_OK
-    host = _host(config, args.host)
+        return ExitCode.OK
+    (host,) = require_hosts(config, [args.host])
     states = asyncio.run(_host_states(config, host, specs))
     rows = [(s.key or "-", s.name, states[s.name], s.title) for s in specs.values()]
     _table(("KEY", "TASK", "STATE", "TITLE"), rows, out)
-    return EXIT_FAILED if any(v.startswith("error") for v in states.values()) else EXIT_OK
+    failed = any(v.startswith("error") for v in states.values())
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], out: TextIO) -> None:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:
         cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
@@ -174,8 +155,7 @@ async def _host_states(
 # --- gpudash run ---------------------------------------------------------------------------------
 
 
-def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from gpudash.cli.main import load
+def run_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCode:
     from gpudash.tasks.spec import order
 
     out = out or sys.stdout
@@ -183,23 +163,25 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     specs = _specs(config)
     spec = _task(specs, args.task)
     if args.hosts:
-        hosts = [_host(config, name) for name in dict.fromkeys(args.hosts)]
+        hosts = require_hosts(config, args.hosts)
     else:
         hosts = [h for h in config.hosts if spec.applies_to(h)]
         if not hosts:
-            raise _usage(f"task {spec.name!r} applies to no configured host; name one")
+            raise UsageError(f"task {spec.name!r} applies to no configured host; name one")
     chain = order(specs, [spec.name])
     if args.show:
         return asyncio.run(_show(config, hosts, specs, chain, out))
     asking = [name for name in chain if specs[name].confirm]
     if asking and not args.yes:
         if not sys.stdin.isatty():
-            raise _usage(f"{', '.join(asking)} asks for confirmation: pass --yes (or --show first)")
+            raise UsageError(
+                f"{', '.join(asking)} asks for confirmation: pass --yes (or --show first)"
+            )
         names = ", ".join(h.name for h in hosts)
         answer = input(f"run {' -> '.join(chain)} on {names}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             out.write("nothing run\n")
-            return EXIT_FAILED
+            return ExitCode.FAILED
     return asyncio.run(stream(config, hosts, specs, spec.name, out))
 
 
@@ -209,12 +191,12 @@ async def _show(
     specs: Mapping[str, TaskSpec],
     chain: list[str],
     out: TextIO,
-) -> int:
+) -> ExitCode:
     from gpudash.fleet import Fleet
     from gpudash.tasks.fleet_run import host_facts
     from gpudash.tasks.prepare import Facts, PrepareError, prepare
 
-    code = EXIT_OK
+    code = ExitCode.OK
     async with Fleet(config) as fleet:
         for host in hosts:
             facts: Facts | None = None
@@ -227,12 +209,12 @@ async def _show(
                     prepared = prepare(spec, facts)
                 except PrepareError as exc:
                     out.write(f"# cannot run: {exc}\n")
-                    code = EXIT_FAILED
+                    code = ExitCode.FAILED
                     continue
                 for note in prepared.notes:
                     out.write(f"# note: {note}\n")
                 if prepared.check:
-                    out.write(f"# check (exit 0 = already done): {spec.check.strip()}\n")
+                    out.write(f"# check (exit 0 = already done): {(spec.check or '').strip()}\n")
                 out.write(prepared.shown)
     out.flush()
     return code
@@ -247,7 +229,7 @@ async def stream(
     *,
     cancel: asyncio.Event | None = None,
     root: str | None = None,
-) -> int:
+) -> ExitCode:
     """Run and print; the exit code. SIGINT sets `cancel` (the hosts stop the jobs)."""
     from gpudash.fleet import Fleet
     from gpudash.tasks.events import TaskOutput, is_end, succeeded
@@ -284,11 +266,11 @@ async def stream(
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.remove_signal_handler(signal.SIGINT)
     if cancel.is_set():
-        return EXIT_CANCELLED
-    return EXIT_OK if ok else EXIT_FAILED
+        return ExitCode.CANCELLED
+    return ExitCode.OK if ok else ExitCode.FAILED
 
 
-def _describe(event: object) -> str | None:
+def _describe(event: TaskEvent) -> str | None:
     from gpudash.tasks import events as ev
 
     if isinstance(event, ev.TaskStarted):

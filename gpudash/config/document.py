@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
+from gpudash.config.expect import Expect, expect_problems, for_host
 from gpudash.config.lines import KeyPath, render_path
 from gpudash.config.schema import (
     FLEET_KEYS,
@@ -20,13 +21,9 @@ from gpudash.config.schema import (
     TOP_LEVEL,
     UI_KEYS,
     Key,
-    Report,
     check_table,
-    has_control,
-    show,
-    suggest,
-    toml_type,
 )
+from gpudash.config.values import Report, has_control, show, suggest, toml_type
 
 _TOML_KEY = {key.field: name for name, key in HOST_KEYS.items()}
 _FLEET_FIELDS = {key.field for key in FLEET_KEYS.values()}
@@ -173,15 +170,17 @@ def _check_tasks(
     the config has no `[tasks]` or `[keys]` to clash with them."""
     if "tasks" not in data and not keys:
         return BuiltinTasks()
+    # here, not at the top: the one upward import of the config (tests/unit/test_import_graph.py),
+    # paid for only by a config with [tasks] or [keys]
     from gpudash.config.keys import check_task_keys
-    from gpudash.tasks.spec import check_tasks  # here: gpudash.tasks imports the schema
+    from gpudash.tasks.spec import check_tasks
 
     tasks: dict[str, object] = dict(check_tasks(data.get("tasks", {}), report))
     check_task_keys(tasks, data.get("tasks"), keys, report)
     return tasks
 
 
-def _check_expect_tags(data: Mapping[str, object], report: Report) -> dict[str, object]:
+def _check_expect_tags(data: Mapping[str, object], report: Report) -> dict[str, Expect]:
     """`[expect.TAG]` tables: expectations for every host with that tag (gpudash.checks)."""
     if "expect" not in data:
         return {}
@@ -189,9 +188,7 @@ def _check_expect_tags(data: Mapping[str, object], report: Report) -> dict[str, 
     if not isinstance(raw, dict):
         report(("expect",), f"expected a table of [expect.TAG] tables, got {toml_type(raw)}")
         return {}
-    from gpudash.config.expect import expect_problems
-
-    by_tag: dict[str, object] = {}
+    by_tag: dict[str, Expect] = {}
     for tag, table in raw.items():
         expect, problems = expect_problems(table)
         for at, message in problems:
@@ -201,12 +198,10 @@ def _check_expect_tags(data: Mapping[str, object], report: Report) -> dict[str, 
     return by_tag
 
 
-def _expect_merged(host: _Host, by_tag: Mapping[str, object]) -> dict[str, object]:
+def _expect_merged(host: _Host, by_tag: Mapping[str, Expect]) -> dict[str, object]:
     """The host's fields with `expect` merged key by key: defaults, its tags', its own."""
     fields = host.fields
     if by_tag or "expect" in fields:
-        from gpudash.config.expect import for_host
-
         tags = tuple(fields.get("tags", ()))  # type: ignore[call-overload]
         own, default = host.own.get("expect"), host.defaults.get("expect")
         fields["expect"] = for_host(default, by_tag, tags, own)  # type: ignore[arg-type]

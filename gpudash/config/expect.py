@@ -1,4 +1,6 @@
-"""Expectations in the config: the `expect` tables, checked at load time.
+"""The `[expect]` tables' parser: what a host should be, checked at load time.
+
+The check that compares them with a probed host is `gpudash.checks.expect`.
 
     [defaults]
     expect = { driver = ">=580", hf_token = true }          every host
@@ -37,7 +39,19 @@ from typing import Any
 
 from gpudash.checks.versions import Spec
 from gpudash.config.lines import KeyPath
-from gpudash.config.schema import Invalid, array, integer, show, suggest, text, toml_type
+from gpudash.config.values import (
+    Check,
+    Invalid,
+    array,
+    boolean,
+    choice,
+    hf_repo,
+    integer,
+    show,
+    suggest,
+    text,
+    toml_type,
+)
 
 NVLINK_CHOICES = ("all", "none", "any")
 
@@ -108,7 +122,7 @@ def _cc(value: object) -> str:
     return value.strip()
 
 
-def _spec(example: str) -> Any:
+def _spec(example: str) -> Check:
     def check(value: object) -> Spec:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
@@ -124,23 +138,6 @@ def _spec(example: str) -> Any:
 
 def _glob(value: object) -> str:
     return text(value)
-
-
-def _nvlink(value: object) -> str:
-    checked = text(value)
-    if checked not in NVLINK_CHOICES:
-        listed = ", ".join(show(c) for c in NVLINK_CHOICES)
-        raise Invalid(
-            f"unknown value {show(checked)}; expected one of {listed}"
-            + suggest(checked, NVLINK_CHOICES, value=True)
-        )
-    return checked
-
-
-def _boolean(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise Invalid(f"expected true or false, got {toml_type(value)}")
-    return value
 
 
 def _gb(value: object) -> float:
@@ -164,18 +161,12 @@ def _free(value: object) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
-def _repo(value: object) -> str:
-    from gpudash.tasks.values import hf_repo
-
-    return hf_repo(value)
-
-
 _MODEL_KEYS = ("repo", "gated", "size_gb", "dir")
 
 
 def _model(value: object) -> ExpectedModel:
     if isinstance(value, str):
-        return ExpectedModel(_repo(value))
+        return ExpectedModel(hf_repo(value))
     if not isinstance(value, dict):
         got = toml_type(value)
         raise Invalid(f'expected "org/name" or {{ repo = "org/name", ... }}, got {got}')
@@ -184,7 +175,7 @@ def _model(value: object) -> ExpectedModel:
             raise Invalid("unknown key" + suggest(key, _MODEL_KEYS), (key,))
     if "repo" not in value:
         raise Invalid("missing key 'repo'")
-    checks = {"repo": _repo, "gated": _boolean, "size_gb": _gb, "dir": text}
+    checks = {"repo": hf_repo, "gated": boolean, "size_gb": _gb, "dir": text}
     fields_: dict[str, Any] = {}
     for key, raw in value.items():
         try:
@@ -202,11 +193,11 @@ def _host(value: object) -> str:
     return host.lower()
 
 
-KEYS: Mapping[str, Any] = {
+KEYS: Mapping[str, Check] = {
     "gpus": integer(0),
     "gpu_name": _glob,
     "min_cc": _cc,
-    "nvlink": _nvlink,
+    "nvlink": choice(*NVLINK_CHOICES),
     "min_nvlink": integer(1),
     "driver": _spec("580"),
     "cuda": _spec("13.0"),
@@ -216,7 +207,7 @@ KEYS: Mapping[str, Any] = {
     "min_free_gb": _free,
     "models": array(_model, what="repo ids or model tables"),
     "reachable": array(_host, what="host names"),
-    "hf_token": _boolean,
+    "hf_token": boolean,
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpudash.config.lines import KeyPath
-from gpudash.config.schema import Report, show
+from gpudash.config.values import Report, show
 
 TASK_SCREEN_KEYS: Mapping[str, tuple[str, str]] = {
     "task-cancel": ("x", "Cancel"),

@@ -1,9 +1,8 @@
-"""What a gpudash config file may say: tables of `key -> check`, and the checks themselves.
+"""What a gpudash config file may say: tables of `key -> check`.
 
 The schema is data so that a new setting, or a new top-level table, is one entry here rather
-than a new branch in the validator. A check takes the raw value tomllib produced and returns
-the value the dataclass field wants (`identity_file = "~/k"` becomes `("/home/me/k",)`), or
-raises `Invalid` with the problem in TOML words ("expected an integer, got a string").
+than a new branch in the validator. The checks themselves (one per shape of value) are in
+`gpudash.config.values`; the `[expect]` table's keys in `gpudash.config.expect`.
 
 This module knows nothing about files or line numbers: it reports `(key path, message)` pairs
 through a callback, and `gpudash.config.load` turns them into `ConfigProblem` rows. That keeps the
@@ -12,29 +11,27 @@ checks testable on plain dicts and keeps line finding in one place (`gpudash.con
 
 from __future__ import annotations
 
-import datetime as dt
-import difflib
-import math
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpudash.config.lines import KeyPath, quote
-
-Report = Callable[[KeyPath, str], None]
-"""Where checks send a problem: the key path it is about, and one line saying what is wrong."""
-
-
-class Invalid(ValueError):
-    """A value the schema rejects. `at` locates it inside the value (an array index)."""
-
-    def __init__(self, message: str, at: KeyPath = ()) -> None:
-        super().__init__(message)
-        self.message = message
-        self.at = at
-
-
-Check = Callable[[object], object]
+from gpudash.config.expect import parse_expect
+from gpudash.config.lines import KeyPath
+from gpudash.config.values import (
+    Check,
+    Invalid,
+    Report,
+    array,
+    choice,
+    integer,
+    interval,
+    jump,
+    key_list,
+    local_path,
+    seconds,
+    suggest,
+    text,
+    url,
+)
 
 
 @dataclass(frozen=True)
@@ -45,179 +42,10 @@ class Key:
     check: Check
 
 
-# --- words -----------------------------------------------------------------------------------
-
-
-def toml_type(value: object) -> str:
-    """The TOML name of a parsed value's type, with its article: "an integer", "a table"."""
-    if isinstance(value, bool):  # before int: bool is an int subclass
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, dt.datetime):  # before date: datetime is a date subclass
-        return "a date-time"
-    if isinstance(value, dt.date):
-        return "a date"
-    if isinstance(value, dt.time):
-        return "a time"
-    return type(value).__name__
-
-
-def show(value: object) -> str:
-    """A value as TOML would spell it, escaped so that a problem always stays on one line."""
-    if isinstance(value, str):
-        return quote(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return quote(str(value))[1:-1]
-
-
-def suggest(word: str, choices: Sequence[str], *, value: bool = False) -> str:
-    """ " (did you mean 'X'?)" for the nearest choice, or "" when none is near.
-
-    Key names are quoted 'like this', values "like this", as the user would write them.
-    """
-    near = difflib.get_close_matches(word, list(choices), n=1)
-    if not near:
-        return ""
-    return f" (did you mean {show(near[0]) if value else repr(near[0])}?)"
-
-
-def has_control(text: str) -> bool:
-    """Control characters (C0, DEL, C1) would break a one-line report or a remote command."""
-    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text)
-
-
-# --- checks ----------------------------------------------------------------------------------
-
-
-def text(value: object) -> str:
-    """A non-empty string without control characters."""
-    if not isinstance(value, str):
-        raise Invalid(f"expected a string, got {toml_type(value)}")
-    if not value:
-        raise Invalid("must not be empty")
-    if has_control(value):
-        raise Invalid(f"contains a control character: {show(value)}")
-    return value
-
-
-def local_path(value: object) -> str:
-    """A path on this machine: `~` expands here, not on the host."""
-    return os.path.expanduser(text(value))
-
-
-def url(value: object) -> str:
-    """An http(s) URL that the probe fetches from the host to test its network."""
-    checked = text(value)
-    if not checked.startswith(("http://", "https://")) or any(c.isspace() for c in checked):
-        raise Invalid(f"expected an http:// or https:// URL, got {show(checked)}")
-    return checked
-
-
-def choice(*allowed: str) -> Check:
-    """One of `allowed`, spelled exactly."""
-
-    def check(value: object) -> str:
-        checked = text(value)
-        if checked not in allowed:
-            listed = ", ".join(show(a) for a in allowed)
-            raise Invalid(
-                f"unknown value {show(checked)}; expected one of {listed}"
-                + suggest(checked, allowed, value=True)
-            )
-        return checked
-
-    return check
-
-
-def integer(low: int, high: int | None = None) -> Check:
-    """An integer in `low..high` (no upper bound when `high` is None)."""
-
-    def check(value: object) -> int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise Invalid(f"expected an integer, got {toml_type(value)}")
-        if high is not None and not low <= value <= high:
-            raise Invalid(f"must be between {low} and {high}, got {value}")
-        if value < low:
-            raise Invalid(f"must be at least {low}, got {value}")
-        return value
-
-    return check
-
-
-def seconds(value: object) -> float:
-    """A timeout: a finite number of seconds above zero (`inf` would never give up)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise Invalid(f"expected a number of seconds, got {toml_type(value)}")
-    if not math.isfinite(value):
-        raise Invalid(f"must be a finite number of seconds, got {show(value)}")
-    if value <= 0:
-        raise Invalid(f"must be > 0, got {show(value)}")
-    return float(value)
-
-
-def array(item: Check, *, or_one: bool = False, what: str = "strings") -> Check:
-    """An array whose every element passes `item` (an error names the element's index);
-    with `or_one`, a lone string is accepted. `what` names the elements in messages."""
-
-    def check(value: object) -> tuple[object, ...]:
-        if or_one and not isinstance(value, list):
-            if not isinstance(value, str):
-                raise Invalid(f"expected a string or an array of {what}, got {toml_type(value)}")
-            return (item(value),)
-        if not isinstance(value, list):
-            raise Invalid(f"expected an array of {what}, got {toml_type(value)}")
-        checked = []
-        for index, element in enumerate(value):
-            try:
-                checked.append(item(element))
-            except Invalid as exc:
-                raise Invalid(exc.message, (index, *exc.at)) from None
-        return tuple(checked)
-
-    return check
-
-
-def jump(value: object) -> str | None:
-    """ProxyJump: a configured host's name or `[user@]host[:port]`; "" means connect directly.
-
-    A chain is written by giving the bastion its own `jump`, not as "a,b": each hop is then a
-    configured host whose own settings (user, key, host-key policy) apply.
-    """
-    if value == "":
-        return None
-    checked = text(value)
-    if any(c.isspace() for c in checked) or "," in checked:
-        raise Invalid(f"expected one host as [user@]host[:port], got {show(checked)}")
-    host = checked.rpartition("@")[2]
-    name, colon, port = host.rpartition(":")
-    if colon and port.isdigit() and ":" not in name and not 1 <= int(port) <= 65535:
-        raise Invalid(f"port must be between 1 and 65535, got {port}")
-    if not host or host.startswith(":"):
-        raise Invalid(f"no host in {show(checked)}")
-    return checked
-
-
 # --- tables ----------------------------------------------------------------------------------
 
 TRANSPORTS = ("ssh", "local", "replay")
 HOST_KEY_POLICIES = ("strict", "accept-new", "insecure")
-
-
-def _expect(value: object) -> object:
-    """What the host should be (gpudash.config.expect); imported late: it imports us."""
-    from gpudash.config.expect import parse_expect
-
-    return parse_expect(value)
 
 
 HOST_KEYS: Mapping[str, Key] = {
@@ -237,7 +65,7 @@ HOST_KEYS: Mapping[str, Key] = {
     "probe_timeout": Key("probe_timeout", seconds),
     "section_timeout": Key("section_timeout", seconds),
     "replay_dir": Key("replay_dir", local_path),
-    "expect": Key("expect", _expect),
+    "expect": Key("expect", parse_expect),  # what the host should be
 }
 """Keys of a `[hosts.NAME]` table, each also allowed in `[defaults]` for every host."""
 
@@ -246,22 +74,6 @@ FLEET_KEYS: Mapping[str, Key] = {
     "max_handshakes": Key("max_handshakes", integer(1)),
 }
 """Keys that apply to the whole run, so only `[defaults]` may set them."""
-
-
-def interval(value: object) -> float:
-    """A refresh interval: seconds above zero, or 0 for off."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
-        return 0.0
-    return seconds(value)
-
-
-def key_list(value: object) -> str:
-    """Keys as Textual names them, comma-separated: "r", "f5", "ctrl+r,f5"."""
-    checked = text(value)
-    parts = [part.strip() for part in checked.split(",")]
-    if any(not part or any(c.isspace() for c in part) for part in parts):
-        raise Invalid(f"expected key names separated by commas, got {show(checked)}")
-    return ",".join(parts)
 
 
 UI_KEYS: Mapping[str, Key] = {

@@ -63,6 +63,10 @@ class TaskOutput:
 
 @dataclass(frozen=True)
 class TaskFinished:
+    """The job's exit code. `affects`: the probe sections the run changed, the spec's own
+    (`TaskSpec.affects`, from its kind), for the app to re-probe; empty when not known (a
+    script task, or a job found running after a restart): then every section is re-probed."""
+
     host: str
     task: str
     rc: int
@@ -101,10 +105,15 @@ TaskEvent = (
 )
 
 
-def succeeded(event: object) -> bool:
+TaskEnd = TaskSkipped | TaskBlocked | TaskFinished | TaskCancelled | TaskLost
+"""The events that end a task's stream on a host (exactly one per task and host)."""
+
+
+def succeeded(event: TaskEvent) -> bool:
     """The end events that count as success (for `needs` and the exit code)."""
     return isinstance(event, TaskSkipped) or (isinstance(event, TaskFinished) and event.ok)
 
 
-def is_end(event: object) -> bool:
+def is_end(event: TaskEvent) -> bool:
+    """Whether `event` is a `TaskEnd`."""
     return isinstance(event, (TaskSkipped, TaskBlocked, TaskFinished, TaskCancelled, TaskLost))

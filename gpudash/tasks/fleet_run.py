@@ -4,20 +4,23 @@
     run_on_host(host, transport, specs, tasks, ...)     one host: needs first, in order
 
 A task whose need did not succeed is blocked, never run; each host runs its own sequence, so a
-slow or failing host delays only itself. One task on one host is `gpudash.tasks.runner`'s.
+slow or failing host delays only itself. One task on one host is `gpudash.tasks.runner`'s (a
+copy, which gpudash streams itself, is `gpudash.tasks.copy.kind`'s).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from gpudash.aio import merge
+from gpudash.tasks.copy.kind import run_copy
 from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
     TaskEvent,
-    TaskFinished,
     TaskLost,
     TaskSkipped,
     is_end,
@@ -28,22 +31,33 @@ from gpudash.tasks.runner import run_task
 from gpudash.tasks.spec import TaskSpec, order
 from gpudash.transport.base import Transport
 
+if TYPE_CHECKING:
+    from gpudash.config.model import Config, HostConfig
 
-async def host_facts(host: object, transport: Transport) -> Facts:
+
+class Hosts(Protocol):
+    """What the fleet runner needs of `gpudash.fleet.Fleet`: its config and a transport per
+    host (a Protocol, so this module does not import the orchestration above it)."""
+
+    config: Config
+
+    def transport(self, host: HostConfig) -> Transport: ...
+
+
+async def host_facts(host: HostConfig, transport: Transport) -> Facts:
     """The gpus probe section of one host, for defaults such as the torch CUDA tag."""
     from gpudash.host_probe import probe_host
     from gpudash.model import HostResult, apply
     from gpudash.probe.registry import section
 
-    name = getattr(host, "name", "?")
-    result = HostResult(name)
-    async for event in probe_host(host, transport, [section("gpus")]):  # type: ignore[arg-type]
+    result = HostResult(host.name)
+    async for event in probe_host(host, transport, [section("gpus")]):
         result = apply(result, event)
     return Facts.from_result(result)
 
 
 async def run_on_host(
-    host: object,
+    host: HostConfig,
     transport: Transport,
     specs: Mapping[str, TaskSpec],
     wanted: list[str],
@@ -58,9 +72,7 @@ async def run_on_host(
 
     `peer` gives another host's transport by name: a copy task's source.
     """
-    import os
-
-    name = getattr(host, "name", str(host))
+    name = host.name
     cancel = cancel or asyncio.Event()
     done: dict[str, bool] = {}
     names = order(specs, wanted)
@@ -75,7 +87,7 @@ async def run_on_host(
             yield TaskBlocked(name, task, f"needs {', '.join(failed)}, which did not succeed")
             done[task] = False
             continue
-        if task not in wanted and not spec.applies_to(host):  # type: ignore[arg-type]
+        if task not in wanted and not spec.applies_to(host):
             yield TaskSkipped(name, task, "does not apply to this host")
             done[task] = True
             continue
@@ -92,42 +104,30 @@ async def run_on_host(
             done[task] = False
             continue
         if spec.kind == "copy":
-            from gpudash.tasks.copy.kind import run_copy
-
             stream = run_copy(name, transport, prepared, peer, cancel=cancel)
         else:
             stream = run_task(name, transport, prepared, cancel=cancel, root=root)
-        async for event in stream:  # type: ignore[attr-defined]
-            if isinstance(event, TaskFinished):
-                event = TaskFinished(
-                    event.host,
-                    event.task,
-                    event.rc,
-                    event.elapsed_s,
-                    event.timed_out,
-                    spec.affects,
-                )
+        async for event in stream:
             if is_end(event):
                 done[task] = succeeded(event)
             yield event
 
 
-def fleet_peer(fleet: object) -> Callable[[str], Transport | None]:
+def fleet_peer(fleet: Hosts) -> Callable[[str], Transport | None]:
     """`run_on_host`'s `peer`: another configured host's transport, by name (a copy's source)."""
 
     def peer(name: str) -> Transport | None:
-        config = getattr(fleet, "config", None)
-        other = config.host(name) if config is not None else None
-        return fleet.transport(other) if other is not None else None  # type: ignore[attr-defined]
+        other = fleet.config.host(name)
+        return fleet.transport(other) if other is not None else None
 
     return peer
 
 
 async def run_tasks(
-    fleet: object,
+    fleet: Hosts,
     specs: Mapping[str, TaskSpec],
     wanted: list[str],
-    hosts: Iterable[object],
+    hosts: Iterable[HostConfig],
     *,
     cancel: asyncio.Event | None = None,
     root: str | None = None,
@@ -136,17 +136,16 @@ async def run_tasks(
     cancel = cancel or asyncio.Event()
     peer = fleet_peer(fleet)
 
-    async def one(host: object) -> AsyncIterator[TaskEvent]:
+    async def one(host: HostConfig) -> AsyncIterator[TaskEvent]:
         try:
-            transport = fleet.transport(host)  # type: ignore[attr-defined]
+            transport = fleet.transport(host)
             async for event in run_on_host(
                 host, transport, specs, wanted, cancel=cancel, root=root, peer=peer
             ):
                 yield event
         except Exception as exc:  # a bug must cost one host, never the run
-            name = getattr(host, "name", "?")
             reason = f"internal error: {type(exc).__name__}: {exc}"
-            yield TaskLost(name, wanted[-1], reason)
+            yield TaskLost(host.name, wanted[-1], reason)
 
     async for event in merge(one(h) for h in list(hosts)):
         yield event

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from gpudash.tasks.values import TASK_NAME
 
@@ -120,36 +121,45 @@ def _wrap(body: str) -> str:
     return "{\n" + body + "} </dev/null\n"
 
 
-def launch_script(
-    task: str,
-    script: str,
-    *,
-    run_id: str,
-    secrets: str = "",
-    files: Mapping[str, str] | None = None,
-    timeout: float | None = None,
-    sudo: bool = False,
-    root: str | None = None,
-) -> str:
+@dataclass(frozen=True)
+class Launch:
+    """One run of a task as sent to the host: the rendered script and what goes beside it.
+
+    `secrets` are `export` lines (`gpudash.tasks.render.secrets_env`), written to the job dir
+    apart from the script; `files` are uploaded to `files/` (patches); `timeout` is enforced
+    on the host; `root`, when set, is the jobs directory instead of the host's default
+    (`GPUDASH_JOBS`). One value rather than eight keywords, from the runner to this script."""
+
+    task: str
+    script: str
+    run_id: str
+    secrets: str = ""
+    files: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    sudo: bool = False
+    root: str | None = None
+
+
+def launch_script(job: Launch) -> str:
     """The one script that starts a run, or prints `busy RUN` (exit 75) when one is going."""
-    writes = [f"printf '%s' {shlex.quote(script)} > \"$J/script.sh\"\n"]
-    if secrets:
-        writes.append(f"printf '%s' {shlex.quote(secrets)} > \"$J/secret.env\"\n")
-    if files:
+    writes = [f"printf '%s' {shlex.quote(job.script)} > \"$J/script.sh\"\n"]
+    if job.secrets:
+        writes.append(f"printf '%s' {shlex.quote(job.secrets)} > \"$J/secret.env\"\n")
+    if job.files:
         writes.append('mkdir "$J/files" || exit 73\n')
-        for name, content in files.items():
+        for name, content in job.files.items():
             if not _FILE.match(name):
                 raise ValueError(f"file name {name!r}: expected [A-Za-z0-9._-]")
             writes.append(f"printf '%s' {shlex.quote(content)} > \"$J/files/{name}\"\n")
     writes.append(f"printf '%s' {shlex.quote(WRAPPER)} > \"$J/wrapper.sh\"\n")
     body = (
         "umask 077\n"
-        + _head(task, root)
+        + _head(job.task, job.root)
         + _exports(
             {
-                "GPUDASH_RUN": run_id,
-                "GPUDASH_TIMEOUT": int(timeout + 0.999) if timeout else 0,
-                "GPUDASH_SUDO": 1 if sudo else 0,
+                "GPUDASH_RUN": job.run_id,
+                "GPUDASH_TIMEOUT": int(job.timeout + 0.999) if job.timeout else 0,
+                "GPUDASH_SUDO": 1 if job.sudo else 0,
             }
         )
         + "for tool in flock setsid; do\n"

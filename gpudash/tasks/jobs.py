@@ -12,12 +12,14 @@ cancel marker), `lost` (lock free, no rc: the wrapper was killed, OOM, reboot), 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from secrets import token_hex
 
 from gpudash.tasks.job_scripts import (
     BUSY_RC,
+    Launch,
     attach_script,
     cancel_script,
     fetch_script,
@@ -53,6 +55,11 @@ class Launched:
 
     run: str | None
     busy: bool
+
+
+def new_run_id() -> str:
+    """A run's id: when it started (sortable), and random bits so two starts never share it."""
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + token_hex(3)
 
 
 class JobError(Exception):
@@ -141,36 +148,15 @@ def _lost(status: int | None, what: str) -> None:
         raise TransportError(f"connection lost during {what}")
 
 
-async def launch(
-    transport: Transport,
-    task: str,
-    script: str,
-    *,
-    run_id: str,
-    secrets: str = "",
-    files: Mapping[str, str] | None = None,
-    timeout: float | None = None,
-    sudo: bool = False,
-    root: str | None = None,
-) -> Launched:
+async def launch(transport: Transport, job: Launch) -> Launched:
     """Start a run, or find the one already going (`busy`). Raises JobError, TransportError."""
-    text = launch_script(
-        task,
-        script,
-        run_id=run_id,
-        secrets=secrets,
-        files=files,
-        timeout=timeout,
-        sudo=sudo,
-        root=root,
-    )
-    out, status = await transport.output(text, timeout=_CONTROL_TIMEOUT_S)
+    out, status = await transport.output(launch_script(job), timeout=_CONTROL_TIMEOUT_S)
     _lost(status, "launch")
     lines = out.decode(errors="replace").splitlines()
     said = next((line for line in reversed(lines) if line.startswith("gpudash-job ")), "")
     words = said.split(" ", 2)[1:]
     if status == 0 and words[:1] == ["launched"]:
-        return Launched(words[1] if len(words) > 1 else run_id, busy=False)
+        return Launched(words[1] if len(words) > 1 else job.run_id, busy=False)
     if status == BUSY_RC and words[:1] == ["busy"]:
         return Launched(words[1] if len(words) > 1 and words[1] else None, busy=True)
     detail = " ".join(words) or (lines[-1] if lines else f"exit status {status}")

@@ -10,11 +10,15 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpudash.tasks import render
+from gpudash.tasks.copy.scripts import preview as copy_preview
 from gpudash.tasks.kinds import NoCudaTag, pick_cuda_tag
 from gpudash.tasks.spec import TaskSpec
+
+if TYPE_CHECKING:
+    from gpudash.model import HostResult
 
 
 class PrepareError(ValueError):
@@ -32,7 +36,7 @@ class Facts:
     """How many GPUs the driver lists (verify compares CUDA's count with it)."""
 
     @classmethod
-    def from_result(cls, result: Any) -> Facts:
+    def from_result(cls, result: HostResult | None) -> Facts:
         """From a `gpudash.model.HostResult` (its `gpus` section), or unknown."""
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
@@ -146,8 +150,6 @@ def prepare(
             notes.append(f"secret {name} is not set here: the host's own login is used")
     script = render.task_script(env, body, paths=paths)
     if spec.kind == "copy":  # gpudash streams it: show what each end runs
-        from gpudash.tasks.copy.scripts import preview
-
-        script = preview(spec.params)
+        script = copy_preview(spec.params)
     check = render.check_script(env, spec.check, paths=paths) if spec.check else None
     return Prepared(spec, script, check, secrets, files, tuple(notes))

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpudash.config.lines import KeyPath, render_path
-from gpudash.config.schema import Invalid, Report, show, suggest, text, toml_type
+from gpudash.config.values import Invalid, Report, show, suggest, text, toml_type
 from gpudash.tasks.builtin import builtin_tables
 from gpudash.tasks.kinds import KINDS, Kind
 from gpudash.tasks.values import (

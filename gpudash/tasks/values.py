@@ -13,12 +13,20 @@ import os
 import re
 from collections.abc import Callable, Mapping
 
-from gpudash.config.schema import Invalid, array, show, text, toml_type
+from gpudash.config.values import (
+    Check,
+    Invalid,
+    array,
+    boolean,
+    hf_repo,
+    show,
+    text,
+    toml_type,
+)
 from gpudash.tasks.kinds import TORCH_CUDA_TAGS
 
 TASK_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _ENV_VAR = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _REQUIREMENT = re.compile(
     r"""^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)
     (?:\[(?P<extras>[A-Za-z0-9._-]+(?:\s*,\s*[A-Za-z0-9._-]+)*)\])?
@@ -65,13 +73,6 @@ def host_name(value: object) -> str:
     """The name of a configured host ("" = not set yet); the config checks that it is one
     (`gpudash.tasks.copy.params.check_hosts`), as only it knows the hosts."""
     return one_line(value)
-
-
-def hf_repo(value: object) -> str:
-    checked = text(value)
-    if not HF_REPO.match(checked) or ".." in checked:
-        raise Invalid(f"expected a Hugging Face repo id like org/name, got {show(checked)}")
-    return checked
 
 
 def requirement(value: object) -> str:
@@ -162,12 +163,6 @@ patterns = array(text)
 """Name patterns (`gpu-*`): an array of strings."""
 
 
-def boolean(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise Invalid(f"expected true or false, got {toml_type(value)}")
-    return value
-
-
 PARAM_TYPES: Mapping[str, Callable[[object], object]] = {
     "str": one_line,
     "path": host_path,
@@ -205,23 +200,10 @@ def duration(value: object) -> float:
     return seconds
 
 
-def name_list(check: Callable[[object], str]) -> Callable[[object], tuple[str, ...]]:
-    """An array checked item by item with `check`; a lone string is an array of one."""
-
-    def array(value: object) -> tuple[str, ...]:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            raise Invalid(f"expected an array of strings, got {toml_type(value)}")
-        out = []
-        for index, item in enumerate(value):
-            try:
-                out.append(check(item))
-            except Invalid as exc:
-                raise Invalid(exc.message, (index,)) from None
-        return tuple(out)
-
-    return array
+def name_list(check: Callable[[object], str]) -> Check:
+    """An array checked item by item with `check` (an error names the element's index, and
+    the path inside it); a lone string is an array of one."""
+    return array(check, or_one=True)
 
 
 def task_name(value: object) -> str:

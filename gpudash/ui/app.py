@@ -1,7 +1,9 @@
 """The gpudash app: composition, selection and keys; no I/O of its own.
 
-The probe workers and the routing of their events are `ProbeRouting`'s
-(gpudash/ui/probing.py), the task keys `TaskActions`' (gpudash/ui/task_actions.py).
+The probe workers and the routing of their events are the `ProbeRouter`'s it owns
+(`probing`, gpudash/ui/probing.py), the task keys and runs the `TaskActions`' (`task_actions`,
+gpudash/ui/task_actions.py); each sees the app only through its Protocol (`ProbeHost`,
+`TaskHost`), which this class satisfies.
 """
 
 from __future__ import annotations
@@ -9,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Input
 
@@ -25,13 +28,20 @@ from gpudash.fleet import Fleet
 from gpudash.headstart import HeadStart
 from gpudash.model import HostResult
 from gpudash.ui import keys
+from gpudash.ui.messages import ProbeEvent, TaskEvent
 from gpudash.ui.panels.base import Panel
-from gpudash.ui.probing import HeapSettler, ProbeRouting
+from gpudash.ui.probing import HeapSettler, ProbeRouter
 from gpudash.ui.screens.main import MainScreen
+from gpudash.ui.shutdown import stop_io
 from gpudash.ui.task_actions import TaskActions
+from gpudash.ui.widgets.fleet_rows import FleetRows
 from gpudash.ui.widgets.footer import Footer
 from gpudash.ui.widgets.host_list import HostList
 from gpudash.ui.widgets.host_view import HostView
+
+if TYPE_CHECKING:
+    from gpudash.ui.screens.fleet import FleetScreen
+    from gpudash.ui.task_control import TaskControl
 
 QUIT_BUDGET_S = 0.8
 """How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
@@ -45,7 +55,7 @@ def _ui(config: Config, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-class GpudashApp(ProbeRouting, TaskActions, App[int]):
+class GpudashApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
     BINDINGS = keys.bindings(keys.APP_KEYS)
@@ -76,21 +86,18 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         self.config = config
         self.fleet = fleet or Fleet(config)
         self._head_start = head_start
+        self.heap = HeapSettler(paused=gc_paused)
         self.results: dict[str, HostResult] = {h.name: HostResult(h.name) for h in config.hosts}
         self.order = [h.name for h in config.hosts]
         self.selected: str | None = self.order[0] if self.order else None
         self.refresh_s = float(refresh_s if refresh_s is not None else _ui(config, "refresh_s", 0))
         self.save_dir = Path(save_dir or _ui(config, "save_dir", "gpudash-saved"))
         self.probe_on_start = probe_on_start
-        self._busy: set[str] = set()
-        self._unshown: set[str] = set()  # hosts with events not yet shown
-        self._partial: set[str] = set()  # hosts in a round of only some sections
-        self._reprobe_next: dict[str, tuple[str, ...] | None] = {}
         self.marked: set[str] = set()
-        self._tasks: Any = None
         self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
-        self._quitting = False
-        self.heap = HeapSettler(paused=gc_paused)
+        self.quitting = False
+        self.probing = ProbeRouter(self, self.heap, head_start)
+        self.task_actions = TaskActions(self, self.probing.reprobe)
 
     # ---- composition -------------------------------------------------------------------
 
@@ -114,7 +121,7 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
         if self.heap.paused:
             self.set_timer(self.heap.STARTUP_S, self.heap.end_pause)
         if self.probe_on_start:
-            self.probe(self.order)
+            self.probing.probe(self.order)
 
     @property
     def host_list(self) -> HostList:
@@ -177,6 +184,69 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
             self.host_list.set_filter("")
             self.host_list.focus()
 
+    # ---- probes (`ProbeHost`: the router's way into the app) ----------------------------
+
+    def on_probe_event(self, message: ProbeEvent) -> None:
+        if self.screen_stack:  # not once the app is closing
+            self.probing.on_event(message.event)
+
+    def show_hosts(self, hosts: set[str]) -> None:
+        """Show each host's newest snapshot in the host list, the host view (the selected
+        host), the fleet view's rows, and any fleet screen open."""
+        if not self.screen_stack:
+            return
+        try:
+            host_list = self.host_list
+        except NoMatches:  # the app is closing (a re-probe after a task ended late)
+            return
+        fleets = self._fleet_screens()
+        rows = FleetRows.of(self)  # the fleet view opens on values made here
+        for host in hosts:
+            snapshot = self.results[host]
+            rows.update(snapshot)
+            host_list.update_host(snapshot)
+            if host == self.selected:
+                self.host_view.show(snapshot)
+            for screen in fleets:
+                screen.update_host(snapshot)
+
+    def _fleet_screens(self) -> list[FleetScreen]:
+        stack = self.screen_stack
+        if len(stack) < 2:
+            return []  # the host screen alone (and the fleet module maybe not imported yet)
+        from gpudash.ui.screens.fleet import FleetScreen
+
+        return [s for s in stack if isinstance(s, FleetScreen)]
+
+    def host_ready(self, host: str) -> None:
+        self.tasks.find_jobs(host)
+
+    # ---- tasks (`TaskActions`; screens and panels call the three below) ------------------
+
+    @property
+    def tasks(self) -> TaskControl:
+        return self.task_actions.control
+
+    def task_targets(self) -> list[str]:
+        return self.task_actions.targets()
+
+    def request_task(
+        self, task: str, params: Mapping[str, str] | None = None, hosts: list[str] | None = None
+    ) -> None:
+        self.task_actions.request(task, params, hosts)
+
+    def cancel_run(self, host: str, task: str) -> None:
+        self.task_actions.cancel(host, task)
+
+    def action_tasks(self) -> None:
+        self.task_actions.toggle_screen()
+
+    def action_mark(self) -> None:
+        self.task_actions.mark()
+
+    def on_task_event(self, message: TaskEvent) -> None:
+        self.task_actions.on_event(message.event)
+
     # ---- actions -----------------------------------------------------------------------
 
     MAIN_ONLY = frozenset({"filter", "expand", "save", "mark"})
@@ -193,11 +263,11 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
     def action_refresh_host(self) -> None:
         if self.selected is None:
             return
-        if not self.probe([self.selected]):
+        if not self.probing.probe([self.selected]):
             self.notify(f"{self.selected} is being probed already", timeout=2)
 
     def action_refresh_all(self) -> None:
-        started = self.probe(self.order)
+        started = self.probing.probe(self.order)
         skipped = len(self.order) - len(started)
         if skipped:
             self.notify(f"{skipped} host(s) still probing: left running", timeout=2)
@@ -272,27 +342,13 @@ class GpudashApp(ProbeRouting, TaskActions, App[int]):
     async def action_quit(self) -> None:
         """Stop every probe (their remote processes are killed as the streams close), close
         the connections, and exit; never longer than QUIT_BUDGET_S."""
-        if self._quitting:
+        if self.quitting:
             return
-        self._quitting = True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + QUIT_BUDGET_S
-        # Task workers only follow their jobs: stopping them leaves the jobs running,
-        # detached, on the hosts (a restart finds them again).
-        workers = [
-            w for w in self.workers if (w.group or "").startswith(("probe:", "task:", "jobs:"))
-        ]
-        for worker in workers:
-            worker.cancel()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(
-                self.workers.wait_for_complete(workers), max(0.05, deadline - loop.time())
-            )
+        self.quitting = True
+        closers = [self.fleet.close]
         if self._head_start is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._head_start.close(), max(0.05, deadline - loop.time()))
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.fleet.close(), max(0.05, deadline - loop.time()))
+            closers.insert(0, self._head_start.close)
+        await stop_io(self.workers, closers, QUIT_BUDGET_S)
         self.exit(0)
 
     def action_help_quit(self) -> None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from gpudash.model import Event
+
+if TYPE_CHECKING:
+    from gpudash.tasks import events as ev  # not imported at start-up: only annotations
 
 
 class ProbeEvent(Message):
@@ -18,6 +23,6 @@ class ProbeEvent(Message):
 class TaskEvent(Message):
     """The core reported something about a task run (queued, a log chunk, its end...)."""
 
-    def __init__(self, event: object) -> None:
+    def __init__(self, event: ev.TaskEvent) -> None:
         super().__init__()
         self.event = event

@@ -1,10 +1,10 @@
-"""The app's probe workers and the routing of their events to the widgets (a mixin of
-GpudashApp, like TaskActions), so app.py stays the composition and the keys.
+"""The app's probe workers and the routing of their events into the app's snapshots: an
+object the app composes (`GpudashApp.probing`), seeing the app only through `ProbeHost`.
 
 Each host has one probe worker (group `probe:<host>`, exclusive), which iterates the core's
-`Fleet.probe([host])` and posts every event as a `ProbeEvent`. The handler folds it into the
-host's frozen `HostResult` with the core's one reducer and hands the new snapshot to the
-widgets that show that host. With a refresh interval the worker sleeps and probes again, so
+`Fleet.probe([host])` and posts every event as a `ProbeEvent`. The router folds it into the
+host's frozen `HostResult` with the core's one reducer and has the app show the new snapshot
+in the widgets that show that host. With a refresh interval the worker sleeps and probes again, so
 a host's rounds never overlap and a slow host only ever delays itself.
 
 When every host has settled, the snapshots are long-lived: `HeapSettler` moves them out of
@@ -17,14 +17,20 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
-from textual.css.query import NoMatches
-
-from gpudash.model import HostResult, HostState, HostStateChanged, ProbeFinished, apply
+from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, apply
 from gpudash.ui.messages import ProbeEvent
-from gpudash.ui.widgets.fleet_rows import FleetRows
+
+if TYPE_CHECKING:
+    from textual.message import Message
+    from textual.timer import Timer
+    from textual.worker import Worker
+    from textual.worker_manager import WorkerManager
+
+    from gpudash.fleet import Fleet
+    from gpudash.headstart import HeadStart
 
 _ROUND_START = (HostState.CONNECTING, HostState.PROBING)
 
@@ -99,33 +105,75 @@ class HeapSettler:
             gc.unfreeze()
 
 
-class ProbeRouting:
-    """Mixed into GpudashApp, which provides `fleet`, `results`, `selected`, `refresh_s`,
-    `_head_start`, `_busy`, `_partial`, `_reprobe_next`, `_quitting`, `tasks`, `host_list`,
-    `host_view`, `screen_stack`, `run_worker`, `post_message` and `call_later`."""
+class ProbeHost(Protocol):
+    """What `ProbeRouter` needs from the app, and nothing more: the core's fleet and the
+    snapshots the app shows, the app's reactions to a round, and Textual's scheduling (the
+    App's own methods, so the workers and timers stay the app's and end with it)."""
 
-    fleet: Any
-    results: dict[str, HostResult]
-    selected: str | None
-    refresh_s: float
-    _head_start: Any
-    _busy: set[str]
-    _partial: set[str]
-    _reprobe_next: dict[str, tuple[str, ...] | None]
-    _quitting: bool
-    _settle_timer: Any = None
-    _unshown: set[str]
-    heap: HeapSettler
+    @property
+    def fleet(self) -> Fleet: ...
+    @property
+    def results(self) -> dict[str, HostResult]:
+        """The host's latest snapshot, by name; the router replaces entries."""
+        ...
+
+    @property
+    def refresh_s(self) -> float: ...
+    @property
+    def quitting(self) -> bool: ...
+    @property
+    def workers(self) -> WorkerManager: ...
+    def run_worker(
+        self,
+        work: Coroutine[Any, Any, None],
+        name: str | None = "",
+        group: str = "default",
+        description: str = "",
+        exit_on_error: bool = True,
+        start: bool = True,
+        exclusive: bool = False,
+    ) -> Worker[None]: ...
+    def post_message(self, message: Message) -> bool: ...
+    def call_later(self, callback: Callable[..., object], *args: Any) -> bool: ...
+    def call_after_refresh(self, callback: Callable[..., object], *args: Any) -> bool: ...
+    def set_timer(self, delay: float, callback: Callable[[], object] | None = None) -> Timer: ...
+    def show_hosts(self, hosts: set[str]) -> None:
+        """Show these hosts' newest snapshots in every widget that shows them."""
+        ...
+
+    def host_ready(self, host: str) -> None:
+        """The host's round ended with it ready (look for the task jobs running there)."""
+        ...
+
+
+class ProbeRouter:
+    """The app's probe workers and the way of their events into the app's snapshots.
+
+    Made by the app (`GpudashApp.probing`), which hands over its `HeapSettler` and the
+    start-up rounds (`HeadStart`) and shows what the router folded (`ProbeHost.show_hosts`)."""
+
+    def __init__(
+        self, host: ProbeHost, heap: HeapSettler, head_start: HeadStart | None = None
+    ) -> None:
+        self.host = host
+        self.heap = heap
+        self._head_start = head_start
+        self.busy: set[str] = set()
+        """Hosts with a round in flight (or about to start: set before its worker runs)."""
+        self._unshown: set[str] = set()  # hosts with events not yet shown
+        self._partial: set[str] = set()  # hosts in a round of only some sections
+        self._reprobe_next: dict[str, tuple[str, ...] | None] = {}
+        self._settle_timer: Timer | None = None
 
     def probe(self, names: Iterable[str], sections: tuple[str, ...] | None = None) -> list[str]:
         """Start a probe round (of only `sections`, when given) for each named host that
         is not probing already."""
         started = []
         for name in names:
-            if name in self._busy or self._quitting:
+            if name in self.busy or self.host.quitting:
                 continue
-            self._busy.add(name)  # before the worker runs, so a second `r` is a no-op
-            self.run_worker(  # type: ignore[attr-defined]
+            self.busy.add(name)  # before the worker runs, so a second `r` is a no-op
+            self.host.run_worker(
                 self._probe_loop(name) if sections is None else self._probe_once(name, sections),
                 name=f"probe {name}",
                 group=f"probe:{name}",
@@ -138,53 +186,58 @@ class ProbeRouting:
 
     async def _probe_loop(self, name: str) -> None:
         while True:
-            self._busy.add(name)
+            self.busy.add(name)
             begun = self._head_start.take(name) if self._head_start else None
             try:
-                async for event in begun or self.fleet.probe([name]):
-                    self.post_message(ProbeEvent(event))  # type: ignore[attr-defined]
+                async for event in begun or self.host.fleet.probe([name]):
+                    self.host.post_message(ProbeEvent(event))
             finally:
-                self._busy.discard(name)
+                self.busy.discard(name)
                 # after the paint: its remote job lookup and heap settle must not delay the
                 # panels (at start-up the head start's round ends before the first frame)
-                self.call_after_refresh(self._after_round, name)  # type: ignore[attr-defined]
-            if self.refresh_s <= 0:
+                self.host.call_after_refresh(self._after_round, name)
+            if self.host.refresh_s <= 0:
                 return
-            await asyncio.sleep(self.refresh_s)
+            await asyncio.sleep(self.host.refresh_s)
 
     async def _probe_once(self, name: str, sections: tuple[str, ...]) -> None:
         """Only `sections` (what a task changed); the host stays ready meanwhile."""
         self._partial.add(name)
         try:
-            async for event in self.fleet.probe([name], sections):
-                self.post_message(ProbeEvent(event))  # type: ignore[attr-defined]
+            async for event in self.host.fleet.probe([name], sections):
+                self.host.post_message(ProbeEvent(event))
         finally:
-            self._busy.discard(name)
-            self.call_after_refresh(self._after_round, name)  # type: ignore[attr-defined]
+            self.busy.discard(name)
+            self.host.call_after_refresh(self._after_round, name)
 
     def reprobe(self, host: str, sections: tuple[str, ...] | None) -> None:
         """After a task: probe what it changed now, or right after the round in progress."""
-        if host in self._busy:
+        if host in self.busy:
             pending = self._reprobe_next.get(host, ())
             merged = None if sections is None or pending is None else (*pending, *sections)
             self._reprobe_next[host] = None if merged is None else tuple(dict.fromkeys(merged))
             return
         self.probe([host], sections)
 
-    def on_probe_event(self, message: ProbeEvent) -> None:
-        """By name, not `@on`: Textual collects `@on` handlers only from a widget class's
-        own body, and this is a mixin."""
-        event = message.event
-        if event.host not in self.results or self._quitting or not self.screen_stack:  # type: ignore[attr-defined]
+    def on_event(self, event: Event) -> None:
+        """Fold one event (the app's `ProbeEvent` handler hands it over) into its host's
+        snapshot.
+
+        The app folds the stream itself rather than reading `Fleet.results`: a partial
+        round's start must not show (the row keeps saying ready, and the fleet's snapshot
+        says probing), and each snapshot shown is the one its own event made, in order,
+        whereas the fleet's may already be some events ahead of the message queue."""
+        results = self.host.results
+        if event.host not in results or self.host.quitting:
             return
         if event.host in self._partial:
             if isinstance(event, HostStateChanged) and event.state in _ROUND_START:
                 return  # a partial round: the row keeps saying ready
             if isinstance(event, ProbeFinished):
                 self._partial.discard(event.host)
-        self.results[event.host] = apply(self.results[event.host], event)
+        results[event.host] = apply(results[event.host], event)
         if not self._unshown:
-            self.call_later(self._show_events)  # type: ignore[attr-defined]
+            self.host.call_later(self._show_events)
         self._unshown.add(event.host)
 
     def _show_events(self) -> None:
@@ -194,52 +247,29 @@ class ProbeRouting:
         each a message of its own; this runs after the burst's last one, already queued, so a
         burst costs one update of the widgets, not one per event."""
         hosts, self._unshown = self._unshown, set()
-        if self._quitting or not self.screen_stack:  # type: ignore[attr-defined]
-            return
-        try:
-            host_list = self.host_list  # type: ignore[attr-defined]
-        except NoMatches:  # the app is closing (a re-probe after a task ended late)
-            return
-        fleets = self._fleet_screens()
-        rows = FleetRows.of(self)  # the fleet view opens on values made here
-        for host in hosts:
-            snapshot = self.results[host]
-            rows.update(snapshot)
-            host_list.update_host(snapshot)
-            if host == self.selected:
-                self.host_view.show(snapshot)  # type: ignore[attr-defined]
-            for screen in fleets:
-                screen.update_host(snapshot)
-
-    def _fleet_screens(self) -> list[Any]:
-        stack = self.screen_stack  # type: ignore[attr-defined]
-        if len(stack) < 2:
-            return []  # the host screen alone (and the fleet module maybe not imported yet)
-        from gpudash.ui.screens.fleet import FleetScreen
-
-        return [s for s in stack if isinstance(s, FleetScreen)]
+        if not self.host.quitting:
+            self.host.show_hosts(hosts)
 
     def _after_round(self, host: str) -> None:
-        if self._quitting or host in self._busy:
+        if self.host.quitting or host in self.busy:
             return
         if host in self._reprobe_next:
             self.probe([host], self._reprobe_next.pop(host))
-        elif self.results[host].state is HostState.READY:
-            self.tasks.find_jobs(host)  # type: ignore[attr-defined]
-        if not self._busy:
+        elif self.host.results[host].state is HostState.READY:
+            self.host.host_ready(host)
+        if not self.busy:
             if self._settle_timer is not None:
                 self._settle_timer.stop()
-            self._settle_timer = self.set_timer(SETTLE_S, self._settle)  # type: ignore[attr-defined]
+            self._settle_timer = self.host.set_timer(SETTLE_S, self._settle)
 
     def _settle(self) -> None:
         self._settle_timer = None
         running = any(
-            (w.group or "").startswith("probe:") and not w.is_finished
-            for w in self.workers  # type: ignore[attr-defined]
+            (w.group or "").startswith("probe:") and not w.is_finished for w in self.host.workers
         )
-        if self._busy or self._quitting:
+        if self.busy or self.host.quitting:
             return
         if running:
-            self._settle_timer = self.set_timer(SETTLE_S, self._settle)  # type: ignore[attr-defined]
+            self._settle_timer = self.host.set_timer(SETTLE_S, self._settle)
         else:
             self.heap.settle()

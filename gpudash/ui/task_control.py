@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -26,13 +26,19 @@ from gpudash.ui.screens.confirm import ConfirmTask, plan_text
 from gpudash.ui.task_runs import Run, fold
 
 if TYPE_CHECKING:
-    from gpudash.ui.app import GpudashApp
+    from gpudash.config.model import HostConfig
+    from gpudash.transport.base import Transport
+    from gpudash.ui.task_actions import Reprobe, TaskHost
 
 
 class TaskControl:
-    def __init__(self, app: GpudashApp) -> None:
-        self.app = app
-        self.specs: Mapping[str, TaskSpec] = app.config.tasks or load_tasks()
+    """Made by `TaskActions` on first use; sees the app only through `TaskHost`, and has the
+    hosts a task changed probed again through `reprobe` (`ProbeRouter.reprobe`)."""
+
+    def __init__(self, host: TaskHost, reprobe: Reprobe) -> None:
+        self.app = host
+        self._reprobe = reprobe
+        self.specs: Mapping[str, TaskSpec] = host.config.tasks or load_tasks()
         self.runs: dict[tuple[str, str], Run] = {}
         self._cancels: dict[tuple[str, str], asyncio.Event] = {}
         self._looked: set[str] = set()
@@ -100,7 +106,7 @@ class TaskControl:
             )
 
     async def _run(
-        self, host: Any, specs: Mapping[str, TaskSpec], task: str, cancel: asyncio.Event
+        self, host: HostConfig, specs: Mapping[str, TaskSpec], task: str, cancel: asyncio.Event
     ) -> None:
         try:
             transport = self.app.fleet.transport(host)
@@ -146,7 +152,7 @@ class TaskControl:
             exit_on_error=False,
         )
 
-    async def _find(self, host: Any) -> None:
+    async def _find(self, host: HostConfig) -> None:
         from gpudash.tasks import jobs
         from gpudash.transport.base import TransportError
 
@@ -168,7 +174,7 @@ class TaskControl:
             )
 
     async def _follow(
-        self, host: str, transport: Any, task: str, run: str | None, cancel: asyncio.Event
+        self, host: str, transport: Transport, task: str, run: str | None, cancel: asyncio.Event
     ) -> None:
         self.app.post_message(TaskEvent(ev.TaskQueued(host, task)))
         try:
@@ -180,7 +186,7 @@ class TaskControl:
 
     # ---- events ---------------------------------------------------------------------------------
 
-    def on_event(self, event: Any) -> tuple[Run, tuple[str, ...], bool]:
+    def on_event(self, event: ev.TaskEvent) -> tuple[Run, tuple[str, ...], bool]:
         """Fold one event; the run, the lines it added, and whether it just started."""
         key = (event.host, event.task)
         run = self.runs.get(key)
@@ -190,5 +196,5 @@ class TaskControl:
         lines = event.lines if isinstance(event, ev.TaskOutput) else ()
         if isinstance(event, (ev.TaskFinished, ev.TaskCancelled)) and run.started is not None:
             affects = getattr(event, "affects", ()) or None
-            self.app.reprobe(event.host, affects)
+            self._reprobe(event.host, affects)
         return run, lines, isinstance(event, ev.TaskStarted)

@@ -54,7 +54,7 @@ async def until(pilot, condition: Callable[[], object], timeout: float = 10.0) -
 def settled(app: GpudashApp) -> Callable[[], bool]:
     def check() -> bool:
         """every host finished its probe"""
-        return all(r.elapsed_s is not None for r in app.results.values()) and not app._busy
+        return all(r.elapsed_s is not None for r in app.results.values()) and not app.probing.busy
 
     return check
 
@@ -530,8 +530,8 @@ async def test_refresh_is_off_by_default() -> None:
 async def test_r_on_a_host_still_probing_is_a_no_op() -> None:
     app = create_app(replay_config("h200-1x"), probe_on_start=False)
     async with app.run_test(size=SIZE):
-        assert app.probe(["h200-1x"]) == ["h200-1x"]
-        assert app.probe(["h200-1x"]) == []
+        assert app.probing.probe(["h200-1x"]) == ["h200-1x"]
+        assert app.probing.probe(["h200-1x"]) == []
         await asyncio.sleep(0)
 
 

@@ -28,7 +28,7 @@ def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
     async def run_before(pilot: Pilot) -> None:
         app = pilot.app
         for _ in range(2000):
-            if all(r.elapsed_s is not None for r in app.results.values()) and not app._busy:
+            if all(r.elapsed_s is not None for r in app.results.values()) and not app.probing.busy:
                 break
             await pilot.pause(0.005)
         else:

@@ -120,7 +120,7 @@ async def test_the_collector_comes_back_on_when_the_first_rounds_settle(collecto
         await until(pilot, lambda: app.heap.pauses)
         assert gc.isenabled() and gc.get_freeze_count() > 0
         assert app.heap.pauses[0][0] == "start"
-        assert app.probe(app.order)
+        assert app.probing.probe(app.order)
         await until(pilot, lambda: len(app.heap.pauses) > 1)
         assert app.heap.pauses[1][0] == "young"
     assert gc.isenabled() and gc.get_freeze_count() == 0

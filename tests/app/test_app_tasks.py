@@ -359,7 +359,7 @@ async def test_a_reprobe_of_some_sections_runs_only_those_and_the_host_stays_rea
         before = dict(app.results["h200-1x"].sections)
         messages.clear()
         shown.clear()
-        app.reprobe("h200-1x", ("env",))  # what a venv/torch/serving task changes
+        app.probing.reprobe("h200-1x", ("env",))  # what a venv/torch/serving task changes
         await until(pilot, settled(app))
         await until(pilot, lambda: app.results["h200-1x"].sections["env"] is not before["env"])
         events = [m.event for m in messages if isinstance(m, ProbeEvent)]

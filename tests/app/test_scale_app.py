@@ -43,7 +43,7 @@ async def test_the_fleet_view_moves_its_highlight_when_probe_events_change_the_m
     app = create_app(Config(None, hosts))
     async with app.run_test(size=(160, 40)) as pilot:
         await until(pilot, lambda: all(r.elapsed_s is not None for r in app.results.values()))
-        await until(pilot, lambda: not app._busy)
+        await until(pilot, lambda: not app.probing.busy)
         await pilot.press("f")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen.rows)
         fleet = app.screen
@@ -74,7 +74,7 @@ async def test_repeated_rounds_keep_the_heap_bounded_and_keys_out_of_full_collec
     async with app.run_test(size=(160, 40)) as pilot:
         for round_ in range(12):
             if round_:
-                assert app.probe(app.order) == app.order
+                assert app.probing.probe(app.order) == app.order
             await until(pilot, lambda r=round_: len(app.heap.pauses) > r)
         kinds = [kind for kind, _, _ in app.heap.pauses]
         frozen = [count for _, _, count in app.heap.pauses]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import shutil
 import subprocess
@@ -14,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpudash.probe.parts import Part
-from gpudash.probe.sections import env, models, network, system, toolkit
+from gpudash.probe.registry import SECTION_NAMES
 from tests.support.sectionrun import busybox_sh, run_raw, run_section, script_of
 
-SECTIONS = (system, toolkit, env, models, network)
+SECTIONS = tuple(importlib.import_module(f"gpudash.probe.sections.{n}") for n in SECTION_NAMES)
 IDS = [m.NAME for m in SECTIONS]
 CONFIG = {
     "GPUDASH_MODEL_DIRS": "/root/models\n~/models\n~/.cache/huggingface/hub",

@@ -62,7 +62,8 @@ def test_a_probe_imports_no_task_or_check_module(sshd: Sshd, fake_host: FakeHost
         "with contextlib.redirect_stdout(out):\n"
         f"    code = main(['--config', {str(config)!r}, 'probe', '--json'])\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(\n"
-        "    ('gpudash.tasks', 'gpudash.checks', 'gpudash.cli.check', 'gpudash.ui')))\n"
+        "    ('gpudash.tasks', 'gpudash.checks', 'gpudash.cli.check', 'gpudash.cli.report',\n"
+        "     'gpudash.cli.tasks', 'gpudash.ui')))\n"
         "print(code, out.getvalue().count('\"ready\"'), ' '.join(loaded))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -79,15 +80,17 @@ def test_a_probe_imports_no_task_or_check_module(sshd: Sshd, fake_host: FakeHost
         ([], set()),
         (["--config", "run", "check", "h0"], {"gpudash.cli.check"}),
         (["run", "uv", "h0"], {"gpudash.cli.tasks"}),
-        (["--help"], {"gpudash.cli.tasks", "gpudash.cli.check"}),
-        (["chek"], {"gpudash.cli.tasks", "gpudash.cli.check"}),
+        (["report", "h0"], {"gpudash.cli.report"}),
+        (["--help"], {"gpudash.cli.tasks", "gpudash.cli.check", "gpudash.cli.report"}),
+        (["chek"], {"gpudash.cli.tasks", "gpudash.cli.check", "gpudash.cli.report"}),
     ],
 )
 def test_the_command_line_imports_only_the_module_of_its_command(argv, wanted):
     code = (
         "import sys\nfrom gpudash.cli.main import build_parser\n"
         f"build_parser({argv!r})\n"
-        "print(' '.join(m for m in ('gpudash.cli.tasks', 'gpudash.cli.check') if m in sys.modules))"
+        "modules = ('gpudash.cli.tasks', 'gpudash.cli.check', 'gpudash.cli.report')\n"
+        "print(' '.join(m for m in modules if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

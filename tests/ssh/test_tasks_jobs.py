@@ -116,7 +116,8 @@ async def test_a_restarted_sshd_does_not_stop_the_job(
 ):
     body = "sleep 1; echo after; exit 5\n"
     transport = ssh_pool.transport(sshd.host_config(fake_host))
-    launched = await jobs.launch(transport, "t", prepare(script_task(body)).script, run_id="r1")
+    job = jobs.Launch("t", prepare(script_task(body)).script, "r1")
+    launched = await jobs.launch(transport, job)
     assert not launched.busy
     sshd.restart()
     await asyncio.sleep(1.5)
@@ -207,7 +208,7 @@ async def test_a_killed_wrapper_is_reported_lost(
     sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
     transport = ssh_pool.transport(sshd.host_config(fake_host))
-    await jobs.launch(transport, "t", prepare(script_task("sleep 30\n")).script, run_id="r")
+    await jobs.launch(transport, jobs.Launch("t", prepare(script_task("sleep 30\n")).script, "r"))
     job = fake_host.home / ".cache/gpudash/jobs/t"
     os.kill(int((job / "wpid").read_text()), 9)
     os.killpg(int((job / "pgid").read_text()), 9)

@@ -8,19 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
-from gpudash.checks import (
-    Finding,
-    FindingsComputed,
-    Severity,
-    counts,
-    problems,
-    run_checks,
-    worst_severity,
-)
+from gpudash.checks import run_checks
 from gpudash.checks.cuda import can_run, can_target, driver_cuda
+from gpudash.checks.finding import Finding, Severity, counts, problems, worst_severity
 from gpudash.checks.versions import Spec, parse_version
 from gpudash.config.load import parse_config
-from gpudash.model import HostResult
+from gpudash.model import FindingsComputed, HostResult
 from tests.support import FIXTURES
 from tests.support.hosts import PUBLIC, C, df, failed, host, model_dir, target
 

@@ -100,3 +100,31 @@ def test_the_varied_old_driver_capture_fails_check_through_the_cli(tmp_path, cap
     rc, out, _ = run(capsys, "check", "--replay", str(root))
     assert rc == 1
     assert "FAIL  driver.too_old_for_nvcc: nvcc 13.0 needs driver >= 580.65.06" in out
+
+
+def test_an_unknown_host_reads_the_same_in_every_command(saved, capsys, tmp_path, monkeypatch):
+    """One line, exit 2, the nearest name and the hosts: whichever command was given it."""
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    config = tmp_path / "fleet.toml"
+    config.write_text(
+        '[hosts.good]\naddress = "10.0.0.1"\n[hosts.a40]\naddress = "10.0.0.2"\n'
+        '[hosts.down]\naddress = "10.0.0.3"\n'
+    )
+    in_config = (
+        f"gpudash: unknown host 'goo' in {config} (did you mean 'good'?) (hosts: good, a40, down)"
+    )
+    in_saved = (
+        f"gpudash: unknown host 'goo' in {saved} (did you mean 'good'?) (hosts: a40, down, good)"
+    )
+    for argv, line in [
+        (["probe", "--replay", str(saved), "goo"], in_saved),
+        (["check", "--replay", str(saved), "goo"], in_saved),
+        (["report", "--replay", str(saved), "goo"], in_saved),
+        (["--config", str(config), "check", "--replay", str(saved), "good", "goo"], in_config),
+        (["--config", str(config), "report", "goo", "--replay", str(saved)], in_config),
+        (["--config", str(config), "probe", "goo"], in_config),
+        (["--config", str(config), "tasks", "goo"], in_config),
+        (["--config", str(config), "run", "uv", "good", "goo"], in_config),
+    ]:
+        rc, out, err = run(capsys, *argv)
+        assert (rc, out, err) == (2, "", line + "\n"), argv

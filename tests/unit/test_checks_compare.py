@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpudash.checks import Severity, check_fleet
+from gpudash.checks import check_fleet
+from gpudash.checks.finding import Severity
 from gpudash.config.load import parse_config
 from tests.support.hosts import C, failed, host
 
@@ -81,7 +82,7 @@ VARIANTS = {
 
 
 def test_a_fleet_check_extracts_each_hosts_traits_once_not_once_per_peer(monkeypatch):
-    from gpudash.checks import compare
+    from gpudash.checks import compare, groups
 
     n = 60
     config = parse_config(fleet(n), "t.toml")
@@ -89,7 +90,8 @@ def test_a_fleet_check_extracts_each_hosts_traits_once_not_once_per_peer(monkeyp
     results["n7"] = host(name="n7", gpus=OLD)
     calls = []
     real = compare.traits
-    monkeypatch.setattr(compare, "traits", lambda r: calls.append(r.name) or real(r))
+    for module in (compare, groups):  # the check's own traits and its groups' majorities
+        monkeypatch.setattr(module, "traits", lambda r: calls.append(r.name) or real(r))
     found = check_fleet(config, results)
     assert len(calls) <= 2 * n  # was n * (n - 1) + n: every host walked every peer
     odd = [f.title for f in found["n7"] if f.family == "compare"]
@@ -102,7 +104,7 @@ def test_moving_one_host_names_every_peer_whose_comparison_changed():
     import random
 
     from gpudash.checks import run_checks
-    from gpudash.checks.compare import Groups
+    from gpudash.checks.groups import Groups
 
     rng = random.Random(6)
     names = [f"n{i}" for i in range(7)]

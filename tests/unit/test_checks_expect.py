@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpudash.checks import Severity, run_checks
+from gpudash.checks import run_checks
+from gpudash.checks.finding import Severity
+from gpudash.checks.fixes import fix_phrase
+from gpudash.checks.versions import local_cuda
 from gpudash.config.load import parse_config
 from gpudash.config.model import ConfigError
+from gpudash.probe.sections.env import _cuda_from_local
 from tests.support.hosts import C, df, host, model_dir, target
 
 
@@ -212,3 +216,33 @@ def test_a_met_expectation_set_says_ok_and_a_missing_model_offers_the_model_task
         "m",
         {"repo": "Qwen/Qwen3-8B"},
     )
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda"),
+    [
+        ("2.11.0+cu130", (13, 0)),
+        ("2.6.0+cu126", (12, 6)),
+        ("0.1.6+cu124torch2.4", (12, 4)),  # FlashInfer's tag goes on after the CUDA digits
+        ("2.11.0", None),
+        ("2.11.0+cpu", None),
+        ("1.0+cu1234", None),  # four digits: not a cuNNN tag
+        (None, None),
+    ],
+)
+def test_a_wheels_local_tag_names_the_cuda_it_was_built_for(version, cuda):
+    assert local_cuda(version) == cuda
+
+
+def test_the_env_parser_reads_a_torch_wheels_cuda_from_its_tag_like_the_wheel_check():
+    """One reading of `+cuNNN`: the probe's venv record and the wheels check agree."""
+    assert _cuda_from_local("2.9.1+cu128") == "12.8"
+    assert _cuda_from_local("2.9.1") is None
+
+
+def test_the_fixing_task_is_named_the_same_way_in_every_headless_face():
+    assert fix_phrase("torch", "t") == "[task torch (key t)]"
+    assert fix_phrase("torch", None) == "[task torch]"
+    assert fix_phrase("model", "m", "markdown") == "(task `model`, key `m`)"
+    assert fix_phrase("model", None, "markdown") == "(task `model`)"
+    assert fix_phrase(None, "t") == ""

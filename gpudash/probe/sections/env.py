@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
+from gpudash.checks.versions import local_cuda, short
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line
 
@@ -398,5 +399,18 @@ def _dist(dirname: str) -> tuple[str, str] | None:
 
 
 def _cuda_from_local(version: str | None) -> str | None:
-    m = re.search(r"\+cu(\d{1,2})(\d)$", version or "")
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    cuda = local_cuda(version)
+    return short(cuda) if cuda else None
+
+
+def summary(data: Env) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    python = next((p.version for p in data.pythons if p.version), None)
+    bits = [f"python {python}" if python else "python3: not found"]
+    bits.append(f"uv {data.uv.version or '?'}" if data.uv else "uv: not found")
+    venvs = [
+        f"{v.path} (torch {v.packages['torch']})" if "torch" in v.packages else v.path
+        for v in data.venvs
+    ]
+    bits.append("venvs: " + ", ".join(venvs) if venvs else "no venv")
+    return " · ".join(bits)

@@ -19,6 +19,7 @@ from gpudash.probe.parts import Part
 from gpudash.probe.query import number, parse_query
 from gpudash.probe.smi import parse_smi
 from gpudash.text import clean_line
+from gpudash.units import gib
 
 NAME = "gpus"
 TIMEOUT = 15.0
@@ -252,3 +253,25 @@ def _from_nvml(text: str) -> Gpus:
         gpus=tuple(gpus),
         processes=processes,
     )
+
+
+def summary(data: Gpus) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    if data.missing:
+        return data.missing
+    if not data.gpus:
+        return "no GPUs reported"
+    groups: dict[str, int] = {}
+    for g in data.gpus:
+        groups[g.name] = groups.get(g.name, 0) + 1
+    first = data.gpus[0]
+    cc = f"cc {first.cc} {first.sm} {first.arch}" if first.cc else "cc ?"
+    if first.cc_source == "name":
+        cc += " (from name)"
+    names = ", ".join(f"{n}× {name}" for name, n in groups.items())
+    bits = [names, cc, gib(first.memory_total_mib)]
+    bits.append(f"driver {data.driver_version or '?'} CUDA {data.cuda_version or '?'}")
+    broken = [str(g.index) for g in data.gpus if g.error]
+    if broken:
+        bits.append(f"ERR! on GPU {','.join(broken)}")
+    return " · ".join(bits)

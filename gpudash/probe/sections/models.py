@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.sections.env import VENV_SH
 from gpudash.text import clean_line
+from gpudash.units import human_bytes
 
 NAME = "models"
 TIMEOUT = 20.0
@@ -274,3 +275,17 @@ def _filesystems(text: str) -> tuple[Filesystem, ...]:
             )
         )
     return tuple(out)
+
+
+def summary(data: Models) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    bits = []
+    for d in data.dirs:
+        if not d.exists:
+            continue
+        size = sum(m.size_bytes or 0 for m in d.models)
+        broken = sum(not m.complete for m in d.models)
+        text = f"{d.path}: {len(d.models)} models ({human_bytes(size)})"
+        bits.append(text + (f", {broken} incomplete" if broken else ""))
+    free = ", ".join(f"{fs.path} {human_bytes(fs.free_bytes)} free" for fs in data.filesystems)
+    return " · ".join([*(bits or ["no model dirs"]), free] if free else bits or ["no model dirs"])

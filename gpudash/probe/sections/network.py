@@ -219,3 +219,17 @@ def _target(text: str) -> Target:
 
 def _int(value: str) -> int | None:
     return int(value) if re.fullmatch(r"\s*-?\d{1,6}\s*", value or "") else None
+
+
+def summary(data: Network) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    bits = []
+    for t in data.targets:
+        if t.ok:
+            bits.append(
+                f"{t.host} ok {t.latency_ms:.0f} ms" if t.latency_ms is not None else f"{t.host} ok"
+            )
+        else:
+            bits.append(f"{t.host} FAILED ({t.error or 'no answer'})")
+    bits.append("HF token: present" if data.hf_token else "HF token: absent")
+    return " · ".join(bits)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line
+from gpudash.units import duration, human_bytes
 
 NAME = "system"
 TIMEOUT = 5.0
@@ -159,3 +160,19 @@ def _meminfo_bytes(line: str | None) -> int | None:
     if not m:
         return None
     return int(m.group(1)) * (1024 if m.group(2) else 1)
+
+
+def summary(data: System) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    cpu = f"{data.cpus or '?'} CPUs" + (f" ({data.cpu_model})" if data.cpu_model else "")
+    memory = human_bytes(data.memory_total_bytes) + " RAM"
+    return " · ".join(
+        [
+            data.hostname or "?",
+            data.os or "?",
+            f"kernel {data.kernel or '?'}",
+            cpu,
+            memory,
+            f"up {duration(data.uptime_s)}",
+        ]
+    )

@@ -310,3 +310,18 @@ def _libs(text: str) -> list[tuple[str, Lib]]:
                 defines[m.group(1)] = m.group(2)
     flush()
     return out
+
+
+def summary(data: Toolkit) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    bits = [
+        ", ".join(f"nvcc {n.version or n.release or '?'} ({n.path})" for n in data.nvcc)
+        or "nvcc: not found"
+    ]
+    if data.cuda_symlink:
+        bits.append(f"/usr/local/cuda → {data.cuda_symlink}")
+    if data.nccl:
+        bits.append("NCCL " + ", ".join(sorted({lib.version or "?" for lib in data.nccl})))
+    if data.cudnn:
+        bits.append("cuDNN " + ", ".join(sorted({lib.version or "?" for lib in data.cudnn})))
+    return " · ".join(bits)

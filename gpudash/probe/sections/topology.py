@@ -136,3 +136,13 @@ def _links(low: int | None, high: int | None) -> str:
 def _fabric_states(text: str) -> tuple[str, ...]:
     states = re.findall(r"^\s*State\s*:\s*(.+?)\s*$", text, flags=re.MULTILINE)
     return tuple(clean_line(s) for s in states)
+
+
+def summary(data: Topology) -> str:
+    """The one line `gpudash probe` prints for this section."""
+    if data.missing:
+        return data.missing
+    line = data.summary
+    if data.inactive_links:
+        line += f" · {data.inactive_links} NVLink links inactive"
+    return line

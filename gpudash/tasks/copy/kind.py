@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets as _secrets
 import time
 from collections.abc import AsyncIterator, Callable
 
+from gpudash.tasks import events as ev
 from gpudash.tasks.copy.params import CopyParams
 from gpudash.tasks.copy.transfer import Copy
+from gpudash.tasks.jobs import new_run_id
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
 from gpudash.tasks.prepare import Prepared
+from gpudash.tasks.runner import check_ends_run
 from gpudash.transport.base import Transport, TransportError
 
 
@@ -28,11 +30,8 @@ async def run_copy(
     *,
     cancel: asyncio.Event | None = None,
     check: bool = True,
-) -> AsyncIterator[object]:
+) -> AsyncIterator[ev.TaskEvent]:
     """The copy to `host` as task events, like `runner.run_task` (exactly one end event)."""
-    from gpudash.tasks import events as ev
-    from gpudash.tasks import runner as r
-
     spec = prepared.spec
     name = spec.name
     params = CopyParams.of(spec.params)
@@ -60,19 +59,15 @@ async def run_copy(
         yield ev.TaskBlocked(host, name, f"source host {params.source!r} is not configured")
         return
     try:
-        if check and prepared.check is not None:
-            code = await r.run_check(transport, prepared)
-            if code == 0:
-                yield ev.TaskSkipped(host, name, "already done (its check exited 0)")
-                return
-            if code is None:
-                yield ev.TaskLost(host, name, "connection lost during the check")
-                return
+        ended = await check_ends_run(host, transport, prepared) if check else None
     except TransportError as exc:
         yield ev.TaskLost(host, name, exc.reason)
         return
+    if ended is not None:
+        yield ended
+        return
 
-    run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + _secrets.token_hex(3)
+    run_id = new_run_id()
     log = TaskLog(host, name)
     started = time.monotonic()
     yield ev.TaskStarted(host, name, run_id, False, str(log.path), time.time())

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpudash.config.schema import Report, show, suggest
+from gpudash.config.values import Report, show, suggest
+
+if TYPE_CHECKING:
+    from gpudash.tasks.spec import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -33,19 +36,19 @@ class CopyParams:
         )
 
 
-def check_hosts(tasks: Mapping[str, object], hosts: Iterable[str], report: Report) -> None:
+def check_hosts(tasks: Mapping[str, TaskSpec], hosts: Iterable[str], report: Report) -> None:
     """Report `tasks.NAME.params.from` when it names no host of the config, and `sudo`
     (which a copy would otherwise silently not use)."""
     names = list(hosts)
     for name, spec in tasks.items():
-        if getattr(spec, "kind", None) != "copy":
+        if spec.kind != "copy":
             continue
-        if getattr(spec, "sudo", False):
+        if spec.sudo:
             report(
                 ("tasks", name, "sudo"),
                 "a copy runs as the login user on both hosts (sudo is not supported)",
             )
-        source = CopyParams.of(getattr(spec, "params", {})).source
+        source = CopyParams.of(spec.params).source
         if source and source not in names:
             near = suggest(source, names, value=True)
             listed = ", ".join(names) or "none"

@@ -7,14 +7,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from gpudash.model import HostResult
+from gpudash.ui.panels import section_panels
 from gpudash.ui.panels.base import Panel
-from gpudash.ui.panels.env import EnvPanel
 from gpudash.ui.panels.findings import FindingsPanel
-from gpudash.ui.panels.gpus import GpusPanel
-from gpudash.ui.panels.models import ModelsPanel
-from gpudash.ui.panels.network import NetworkPanel
-from gpudash.ui.panels.toolkit import ToolkitPanel
-from gpudash.ui.panels.topology import TopologyPanel
 from gpudash.ui.widgets.system_line import header
 
 
@@ -22,15 +17,8 @@ class PanelStack(VerticalScroll, can_focus=False):
     """The panels, scrolled together; not itself a tab stop (its panels are)."""
 
 
-PANELS = (
-    FindingsPanel,
-    GpusPanel,
-    TopologyPanel,
-    ToolkitPanel,
-    EnvPanel,
-    ModelsPanel,
-    NetworkPanel,
-)
+PANELS: tuple[type[Panel], ...] = (FindingsPanel, *section_panels())
+"""The findings first, then one panel per registered section (see `gpudash.ui.panels`)."""
 
 
 class HostView(Vertical):

@@ -1,0 +1,67 @@
+"""`gpudash report HOST`: probe one host (and the peers it is compared with), then write its
+triage report: Markdown to paste into a ticket, or JSON.
+
+    gpudash report HOST [--format md|json] [-o FILE] [--replay DIR]
+        exit 0 when no finding is fail, 1 otherwise, 2 for usage/config errors
+
+`--replay DIR` works as for `gpudash check` (gpudash/cli/check.py says how).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpudash.checks import Severity, check_fleet
+from gpudash.cli.errors import ExitCode, UsageError
+from gpudash.cli.hosts import add_config_option, replayed, require_hosts, with_peers
+from gpudash.config.model import Config
+from gpudash.model import HostResult
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = sub.add_parser("report", help="a triage report of one host, to paste in a ticket")
+    report.add_argument("host", metavar="HOST")
+    report.add_argument("--format", choices=("md", "json"), default="md", help="default: md")
+    report.add_argument("-o", "--output", metavar="FILE", help="write it here, not to stdout")
+    report.add_argument("--replay", metavar="DIR", help="report a --save directory")
+    add_config_option(report)
+    report.set_defaults(handler=_report)
+
+
+async def probe_all(config: Config, names: Sequence[str]) -> dict[str, HostResult]:
+    """Probe `names` concurrently and return each host's last snapshot."""
+    from gpudash.fleet import Fleet
+
+    async with Fleet(config) as fleet:
+        async for _ in fleet.probe(names):
+            pass
+    return {n: fleet.results.get(n) or HostResult(n) for n in names}
+
+
+def _report(args: argparse.Namespace) -> ExitCode:
+    from gpudash.report import render_json, render_markdown
+
+    config = replayed(args)
+    (host,) = require_hosts(config, [args.host])
+    names = with_peers(config, [host.name])
+    results = asyncio.run(probe_all(config, names))
+    findings = check_fleet(config, results, [host.name])[host.name]
+    result = results[host.name]
+    if args.format == "json":
+        text = json.dumps(render_json(result, findings), indent=2) + "\n"
+    else:
+        text = render_markdown(result, findings)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{args.output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+    failed = any(f.severity is Severity.FAIL for f in findings)
+    return ExitCode.FAILED if failed else ExitCode.OK
