@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpudash.model import HostResult
+from gpudash.model import NOT_SAVED, HostResult
 from gpudash.probe.parts import Part
 from gpudash.text import clean
 
@@ -36,6 +36,8 @@ def save_host(root: Path, result: HostResult) -> Path:
     _mkdir_private(directory)
     sections: dict[str, Any] = {}
     for name, section in result.sections.items():
+        if section.error == NOT_SAVED:
+            continue  # replayed from a save that lacked it: a re-save lacks it too
         parts = {}
         for part in section.parts.values():
             label = part.name or "_stray"

@@ -56,7 +56,18 @@ def run_checks(
 
     Total: a check family that raises leaves one `check.error` finding naming it, and the
     other families still run, so one bug costs one verdict, never the host or the fleet."""
-    from gpudash.checks import compare, disk, driver, env, expect, gpus, network, nvlink, wheels
+    from gpudash.checks import (
+        compare,
+        disk,
+        driver,
+        env,
+        expect,
+        gpus,
+        network,
+        nvlink,
+        verify,
+        wheels,
+    )
     from gpudash.checks.context import Context
     from gpudash.checks.fixes import task_keys
 
@@ -79,7 +90,8 @@ def run_checks(
     else:
         found.extend(ctx.section_notes())
     if ctx.any_data:
-        for family in (gpus, driver, wheels, nvlink, disk, network, env, expect, compare):
+        families = (gpus, driver, wheels, nvlink, disk, network, env, expect, compare, verify)
+        for family in families:
             try:
                 found.extend(family.check(ctx))
             except Exception as exc:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
-from gpudash.checks import Finding, Severity
+from gpudash.checks.finding import Finding, Severity
 from gpudash.checks.verify_expect import (
     BUSBW,
     COPY_FLOOR,
@@ -45,7 +45,8 @@ class Now:
     gpus: int | None = None  # GPUs the probe saw (NVML / nvidia-smi)
     nvlink_all: bool | None = None  # every GPU pair on NVLink / NVSwitch
     driver: str | None = None  # the driver now
-    torch: str | None = None  # torch in the serving venv now
+    torch: str | None = None  # torch in the serving venv now ("2.11.0", or with +cu130)
+    torch_cuda: str | None = None  # that torch's CUDA build ("13.0"), where the probe read it
     time: float | None = None  # Unix time now, on the host's clock where known
 
 
@@ -63,7 +64,7 @@ def check(ctx: Context) -> list[Finding]:
     Nothing when the verify section was not probed (a saved probe from an older gpudash):
     only a probe that looked for the result may say that verify never ran."""
     section = ctx.result.data("verify")
-    if not isinstance(section, VerifySection):
+    if not isinstance(section, VerifySection) or not section.looked:
         return []
     return judge(section.result, now_of(ctx, section))
 
@@ -71,17 +72,20 @@ def check(ctx: Context) -> list[Finding]:
 def now_of(ctx: Context, section: VerifySection) -> Now:
     """The probe's facts a result is judged against: the GPUs the driver lists, whether every
     pair is on NVLink, the driver, and torch in the venv the result was measured in."""
-    torch = None
+    torch = torch_cuda = None
     result = section.result
     if result is not None and result.executable:
         venv = posixpath.dirname(posixpath.dirname(result.executable))
-        torch = next((v.packages.get("torch") for v in ctx.venvs if v.path == venv), None)
+        found = next((v for v in ctx.venvs if v.path == venv), None)
+        if found is not None:
+            torch, torch_cuda = found.packages.get("torch"), found.torch_cuda
     topology = ctx.topology
     return Now(
         gpus=len(ctx.gpu_list) if ctx.gpus is not None and ctx.gpus.source != "none" else None,
         nvlink_all=topology.all_nvlink if topology is not None and topology.matrix else None,
         driver=ctx.driver_version,
         torch=torch,
+        torch_cuda=torch_cuda,
         time=section.host_now,
     )
 
@@ -190,8 +194,15 @@ def _stale(result: VerifyResult, now: Now) -> list[Finding]:
     changed = []
     if now.driver and result.driver and now.driver != result.driver:
         changed.append(f"driver {result.driver} -> {now.driver}")
-    if now.torch and result.torch.version and now.torch != result.torch.version:
-        changed.append(f"torch {result.torch.version} -> {now.torch}")
+    then, then_cuda = result.torch.version, result.torch.cuda
+    if now.torch and then:
+        # The probe reads the dist-info version (no +cu130 local tag): compare releases, then
+        # CUDA builds where both are known.
+        moved = now.torch.split("+")[0] != then.split("+")[0]
+        rebuilt = bool(now.torch_cuda and then_cuda and now.torch_cuda != then_cuda)
+        if moved or rebuilt:
+            now_text = now.torch + (f" (CUDA {now.torch_cuda})" if rebuilt else "")
+            changed.append(f"torch {then} -> {now_text}")
     if not changed:
         return []
     return [

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpudash.checks.versions import Spec, parse_version
+from gpudash.model import NOT_SAVED
 from gpudash.probe.parts import split_parts
 from gpudash.probe.sections.system import parse_os_release
 from gpudash.probe.stream import FrameReader
@@ -231,5 +232,8 @@ def test_the_h200_capture_parses_to_the_json_stored_beside_it() -> None:
     stored = json.loads((FIX / "h200-device" / "probe-nvml.json").read_text())
     replayed = _gpudash("probe", "--replay", str(FIX / "h200-device" / "save-nvml"), "--json")
     want = {n: s["data"] for n, s in stored["hosts"][0]["sections"].items()}
-    got = {n: s["data"] for n, s in replayed["hosts"][0]["sections"].items()}
+    sections = replayed["hosts"][0]["sections"]
+    got = {n: s["data"] for n, s in sections.items() if n in want}
     assert got == want
+    # A section added to gpudash after the capture says so, with no data and no finding.
+    assert sections["verify"] == {**sections["verify"], "data": None, "error": NOT_SAVED}

@@ -25,6 +25,7 @@ def test_the_8_gpu_report_has_every_section_in_ticket_order():
         "## Env",
         "## Models",
         "## Network",
+        "## Verify",
     ]
     assert "Probe: ready. Verdict: **WARN** (1 warn, 1 info, 5 ok)." in text
 
@@ -109,5 +110,6 @@ def test_the_json_report_carries_findings_and_every_sections_data():
         "env",
         "models",
         "network",
+        "verify",
     }
     assert doc["sections"]["topology"]["summary"] == "all 28 pairs NV18"

@@ -32,11 +32,13 @@ part clock date +%s
 
 @dataclass(frozen=True)
 class VerifySection:
-    """`result` None when verify never ran here (or its file is gone)."""
+    """`result` None when verify never ran here (or its file is gone); `looked` False when
+    the probe did not look for it at all (a capture older than this section)."""
 
     result: VerifyResult | None
     host_now: float | None = None  # the host's clock (Unix time) when it was probed
     notes: tuple[str, ...] = ()
+    looked: bool = True
 
     def age_s(self) -> float | None:
         if self.result is None or self.host_now is None:
@@ -50,7 +52,7 @@ def parse(parts: Mapping[str, Part]) -> VerifySection:
     host_now = float(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
     part = parts.get("result")
     if part is None:
-        return VerifySection(None, host_now, ("no result part",))
+        return VerifySection(None, host_now, ("no result part",), looked=False)
     if part.rc == 3:
         return VerifySection(None, host_now)
     if not part.ok:
@@ -60,6 +62,8 @@ def parse(parts: Mapping[str, Part]) -> VerifySection:
 
 def summary(data: VerifySection) -> str:
     r = data.result
+    if not data.looked:
+        return "not looked for"
     if r is None:
         return "not run (V runs it)"
     age = data.age_s()

@@ -121,7 +121,9 @@ class VerifyPanel(Panel):
     TITLE = "Verify"
 
     def body(self, data: Any) -> RenderableType:
-        if not isinstance(data, VerifySection) or data.result is None:
+        if not isinstance(data, VerifySection) or not data.looked:
+            return dim("the probe did not look for a verify result")
+        if data.result is None:
             return dim("not run here: press V to run verify (kernels, copies, all-reduce)")
         r = data.result
         age = data.age_s()
