@@ -9,6 +9,7 @@ and at the fixed path the probe's verify section reads; that section reads it ba
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,13 @@ def test_run_verify_without_torch_fails_with_one_line_and_leaves_the_result(
     assert data.result.status == "fail" and data.age_s() is not None
     (finding,) = judge(data.result)
     assert (finding.code, finding.fix_task) == ("verify.torch_import", "torch")
+    # And the probe reads it back over the same sshd: `gpudash check` names it.
+    assert main(["check", "h0", "--config", str(config)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  verify.torch_import: torch does not import in " in out
+    assert main(["probe", "h0", "--config", str(config)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if " verify" in x]
+    assert re.fullmatch(r"h0 │ verify +fail, \d+ s ago: nothing measured", line)
 
 
 def test_prepare_ships_the_program_and_the_gpu_count_the_driver_lists():
