@@ -103,20 +103,6 @@ def _network(host: HostResult) -> str | None:
     return f"{ok}/{len(data.targets)} ok" + (" · HF token" if data.hf_token else "")
 
 
-def _verify(host: HostResult) -> str | None:
-    """`ok 671` (the median bf16 TFLOP/s it measured), `fail`, `refused`, `not run`."""
-    data = host.data("verify")
-    if data is None:
-        return None
-    result = getattr(data, "result", None)
-    if result is None:
-        return "not run"
-    rates = sorted(g.matmul_tflops for g in result.gpus if g.matmul_tflops is not None)
-    if result.status != "ok" or not rates:
-        return result.status
-    return f"ok {rates[len(rates) // 2]:.0f}"
-
-
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
     Column("state", "state", _state, compare=False, floor=12, gives_first=True),
@@ -128,7 +114,6 @@ COLUMNS: tuple[Column, ...] = (
     Column("torch", "torch", _torch, section="env", floor=8),
     Column("models", "models", _models, section="models", floor=6),
     Column("network", "network", _network, section="network", floor=7),
-    Column("verify", "verify", _verify, compare=False, section="verify", floor=6),
 )
 
 
