@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
-from gpudash.checks.versions import Version, parse_version
 from gpudash.model import NOT_SAVED, HostResult
 from gpudash.probe.registry import SECTION_NAMES
+from gpudash.versions import Version, parse_version
 
 if TYPE_CHECKING:
     from gpudash.checks.finding import Finding

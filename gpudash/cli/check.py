@@ -144,7 +144,9 @@ def write_json(found: dict[str, tuple[Finding, ...]], out: TextIO) -> None:
             }
         )
     failed = any(h["worst"] == "fail" for h in hosts)
-    json.dump({"ok": not failed, "hosts": hosts}, out, indent=2)
+    from gpudash.checks.facts import FACTS_DATE
+
+    json.dump({"ok": not failed, "facts_date": FACTS_DATE, "hosts": hosts}, out, indent=2)
     out.write("\n")
 
 

@@ -51,7 +51,7 @@ BIG = 6 * 1024 * 1024
 def copy_spec(
     *, check: str | None = None, timeout: str | None = None, **params: object
 ) -> TaskSpec:
-    table: dict[str, object] = {"params": {"from": "h0", **params}}
+    table: dict[str, object] = {"params": {"from": "h0", "via": "gpudash", **params}}
     if check is not None:
         table["check"] = check
     if timeout is not None:
@@ -533,7 +533,7 @@ def test_a_copy_from_a_configured_host_loads():
 # --- gpudash run copy ---------------------------------------------------------------------------
 
 
-COPY_TASKS = '[tasks.copy]\nparams = { from = "h0", path = "~/src" }\n'
+COPY_TASKS = '[tasks.copy]\nparams = { from = "h0", path = "~/src", via = "gpudash" }\n'
 
 
 def test_run_copy_streams_progress_and_the_verification(

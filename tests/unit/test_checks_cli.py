@@ -128,3 +128,13 @@ def test_an_unknown_host_reads_the_same_in_every_command(saved, capsys, tmp_path
     ]:
         rc, out, err = run(capsys, *argv)
         assert (rc, out, err) == (2, "", line + "\n"), argv
+
+
+def test_version_and_check_json_say_the_date_of_the_stack_facts(saved, capsys):
+    from gpudash.checks.facts import FACTS_DATE
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert f"(stack facts of {FACTS_DATE})" in capsys.readouterr().out
+    _, out, _ = run(capsys, "check", "--replay", str(saved), "--json")
+    assert json.loads(out)["facts_date"] == FACTS_DATE

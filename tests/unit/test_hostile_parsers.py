@@ -19,7 +19,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpudash.checks.versions import Spec, parse_version
 from gpudash.model import NOT_SAVED
 from gpudash.probe.parts import split_parts
 from gpudash.probe.sections.system import parse_os_release
@@ -27,6 +26,7 @@ from gpudash.probe.stream import FrameReader
 from gpudash.saved import load_host
 from gpudash.tasks.jobs import parse_list, parse_status
 from gpudash.text import clean, clean_line, strip_escapes
+from gpudash.versions import Spec, parse_version
 from tests.support import FIXTURES
 
 FIX = FIXTURES

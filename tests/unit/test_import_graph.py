@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash",
             "gpudash.text",
             "gpudash.aio",
-            "gpudash.checks.versions",
+            "gpudash.versions",
             "gpudash.units",
             "gpudash.config.model",
         ),
@@ -56,7 +56,7 @@ LEAVES = (
     "gpudash.text",
     "gpudash.aio",
     "gpudash.units",
-    "gpudash.checks.versions",
+    "gpudash.versions",
     "gpudash.config.model",
 )
 """Modules anyone may import: they import nothing of gpudash (config.model only for types)."""

@@ -184,3 +184,21 @@ def test_the_program_parses_as_python_3_9_for_older_serving_venvs():
     import ast
 
     ast.parse(PROGRAM.read_text(), feature_version=(3, 9))
+
+
+def test_the_programs_arch_rule_agrees_with_the_stack_truth_facts():
+    # The program carries its own copy (it runs on the host without gpudash): it must judge
+    # every target as gpudash.checks.facts.binary_compat does.
+    from gpudash.checks.facts.binary_compat import Target, ptx_runs, sass_runs
+
+    ccs = [(7, 0), (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (12, 0), (12, 1)]
+    for major, minor in ccs:
+        for suffix in ("", "a", "f"):
+            target = Target((major, minor), suffix, ptx=False)
+            for cc in ccs:
+                verdict, _ = prog.arch_coverage(cc, [f"sm_{major}{minor}{suffix}"])
+                assert (verdict in ("sass", "compatible")) == sass_runs(target, cc), (target, cc)
+            ptx = Target((major, minor), "", ptx=True)
+            for cc in ccs:
+                verdict, _ = prog.arch_coverage(cc, [f"compute_{major}{minor}"])
+                assert (verdict == "ptx") == ptx_runs(ptx, cc), (ptx, cc)
