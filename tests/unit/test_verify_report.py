@@ -86,3 +86,17 @@ def test_a_host_probed_without_the_verify_section_gets_no_verify_finding():
     assert [f for f in run_checks(host("h200-1x")) if f.family == "verify"] == []
     result = host("h200-1x", verify={"clock": AN_HOUR_LATER, "result": None})
     assert [f.code for f in run_checks(result) if f.family == "verify"] == []
+
+
+def test_the_run_through_gpudash_on_the_h200_reads_back_as_the_device_printed_it():
+    # tests/fixtures/verify/device3.log: gpudash run verify, then gpudash probe --json, there.
+    probe = json.loads((FIXTURES / "verify" / "h200-1x-probe.json").read_text())
+    section = probe["hosts"][0]["sections"]["verify"]
+    assert section["error"] is None
+    stored = json.loads((FIXTURES / "verify" / "h200-1x-gpudash-run.json").read_text())
+    assert stored["expect_gpus"] == 1 and stored["status"] == "ok"
+    data = section["data"]["result"]
+    assert data["gpus"][0]["matmul_tflops"] == stored["gpus"][0]["matmul_tflops"] == 694.7
+    assert data["executable"] == "/opt/torch/.venv/bin/python"
+    log = (FIXTURES / "verify" / "device3.log").read_text()
+    assert "localhost │ verify   ok, 3 s ago: 1 GPU(s) 695 TFLOP/s bf16" in log
