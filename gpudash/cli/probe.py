@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpudash.cli.errors import ExitCode, UsageError
-from gpudash.cli.hosts import add_config_option, load, replay_config, require_hosts
+from gpudash.cli.hosts import add_config_option, add_selection, load, replay_config, select_hosts
 from gpudash.config.model import Config
 from gpudash.fleet import Fleet
 from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone
@@ -21,7 +21,10 @@ from gpudash.summary import section_line
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     probe = sub.add_parser("probe", help="probe hosts and print what they have")
-    probe.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to probe (default: all)")
+    probe.add_argument(
+        "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
+    )
+    add_selection(probe)
     probe.add_argument("--json", action="store_true", help="print one JSON document")
     probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
     probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
@@ -31,7 +34,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _probe(args: argparse.Namespace) -> ExitCode:
     config = replay_config(Path(args.replay)) if args.replay else load(args)
-    require_hosts(config, args.hosts)
+    config, hosts = select_hosts(config, args.hosts, args.tags)
+    names = [h.name for h in hosts] if args.hosts or args.tags else None
     save = Path(args.save) if args.save else None
     if save is not None:
         try:  # before connecting anywhere: a bad --save must not cost a whole probe round
@@ -41,7 +45,7 @@ def _probe(args: argparse.Namespace) -> ExitCode:
             probe_file.unlink()
         except OSError as exc:
             raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
-    return asyncio.run(probe_command(config, args.hosts or None, as_json=args.json, save=save))
+    return asyncio.run(probe_command(config, names, as_json=args.json, save=save))
 
 
 async def probe_command(

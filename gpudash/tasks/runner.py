@@ -11,7 +11,9 @@ event. A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), the
 its end by `gpudash.tasks.follow.JobFollower`: the log streamed from byte offset 0 and
 re-attached from the byte count received after any drop, so no line is lost or doubled, then
 the rc file. Setting `cancel` stops the remote process group; the stream goes on until the
-job's end is read, then says TaskCancelled.
+job's end is read, then says TaskCancelled. With `keep_attached`, a run that was already
+going (someone else started it) is never cancelled: `cancel` then only stops following it,
+and its end event is TaskDetached (the job goes on on the host).
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from gpudash.tasks import jobs
 from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
+    TaskDetached,
     TaskEvent,
     TaskLost,
     TaskQueued,
     TaskSkipped,
     TaskStarted,
+    is_end,
 )
 from gpudash.tasks.follow import CANCEL_GRACE_S, RECONNECT_FOR_S, JobFollower
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
@@ -81,8 +85,12 @@ async def run_task(
     reconnect_for: float = RECONNECT_FOR_S,
     cancel_grace: float = CANCEL_GRACE_S,
     check: bool = True,
+    keep_attached: bool = False,
 ) -> AsyncIterator[TaskEvent]:
-    """One task on one host, from its check to its end event (always exactly one)."""
+    """One task on one host, from its check to its end event (always exactly one).
+
+    `keep_attached`: when the launch finds the task already running, `cancel` detaches
+    instead of cancelling it (`gpudash run`: ctrl+c must never kill a run it only watched)."""
     spec = prepared.spec
     name = spec.name
     cancel = cancel or asyncio.Event()
@@ -96,6 +104,9 @@ async def run_task(
             if ended is not None:
                 yield ended
                 return
+        if cancel.is_set():  # asked during the check: launch nothing
+            yield TaskCancelled(host, name, 0.0)
+            return
         launch = jobs.Launch(
             name,
             prepared.script,
@@ -115,6 +126,7 @@ async def run_task(
         return
 
     log = TaskLog(host, name)
+    detaching = keep_attached and launched.busy
     follower = JobFollower(
         host,
         name,
@@ -122,16 +134,19 @@ async def run_task(
         launched.run,
         log=log,
         assembler=LineAssembler(Masker(prepared.secrets.values())),
-        cancel=cancel,
+        cancel=asyncio.Event() if detaching else cancel,
         root=root,
         reconnect_for=reconnect_for,
         cancel_grace=cancel_grace,
         affects=spec.affects,
     )
     yield TaskStarted(host, name, launched.run, launched.busy, str(log.path), time.time())
+    events = follower.events()
+    if detaching:
+        events = detach_on(cancel, events, host, name, launched.run)
     try:
-        async with contextlib.aclosing(follower.events()) as events:
-            async for event in events:
+        async with contextlib.aclosing(events) as stream:
+            async for event in stream:
                 yield event
     finally:
         asked = " (cancel asked)" if follower.said_cancelled else ""
@@ -170,3 +185,36 @@ async def follow_job(
                 yield event
     finally:
         log.close()
+
+
+async def detach_on(
+    stop: asyncio.Event,
+    events: AsyncIterator[TaskEvent],
+    host: str,
+    task: str,
+    run: str | None,
+) -> AsyncIterator[TaskEvent]:
+    """`events` until their end, or until `stop` is set: then the following stops (the
+    stream is closed, which ends the attach on the host, never the job) and the end event
+    is TaskDetached."""
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        async with contextlib.aclosing(events) as stream:
+            while not stop.is_set():
+                step = asyncio.ensure_future(anext(stream))
+                await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                if not step.done():
+                    step.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await step
+                    break
+                try:
+                    event = step.result()
+                except StopAsyncIteration:
+                    return
+                yield event
+                if is_end(event):
+                    return
+        yield TaskDetached(host, task, run)
+    finally:
+        waiter.cancel()
