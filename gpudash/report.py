@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gpudash.probe.sections.system import System
     from gpudash.probe.sections.toolkit import Toolkit
     from gpudash.probe.sections.topology import Topology
+    from gpudash.probe.sections.verify import VerifySection
     from gpudash.probe.topo import Topology as TopoMatrix
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
@@ -94,6 +95,7 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         ("Models", _models),
         ("Network", _network),
         ("Health", _health),
+        ("Verify", _verify),
     )
     for title, part in parts:
         section = result.sections.get(title.lower())
@@ -381,3 +383,52 @@ def _health(h: Health) -> list[str]:
         lines.append("")
     lines.append(md(summary(h)) + ".")
     return lines
+
+
+def _verify(v: VerifySection) -> list[str]:
+    """What the verify task measured on the GPUs (proven, not inferred), with its age."""
+    from gpudash.probe.sections.verify import age_text
+
+    r = v.result
+    if not v.looked:
+        return ["Not looked for by this probe."]
+    if r is None:
+        return ["Not run on this host (the verify task, key V, runs it)."]
+    age = v.age_s()
+    when = f", {age_text(age)} ago" if age is not None else ""
+    lines = [
+        f"Status **{r.status}**{when}; torch {md(r.torch.version or '?')} "
+        f"(CUDA {md(r.torch.cuda or '?')}), driver {md(r.driver or '?')}, "
+        f"python `{md(r.executable or '?')}`.",
+        "",
+    ]
+    if r.refused:
+        lines += [f"Refused: {md(r.refused)}", ""]
+    if r.gpus:
+        rows = [
+            (
+                g.index,
+                md(g.name or "?"),
+                md(g.arch or "?"),
+                _rate(g.matmul_tflops),
+                _rate(g.copy_gbps),
+                f"{_rate(g.h2d_gbps, 1)} / {_rate(g.d2h_gbps, 1)}",
+                md(g.error or ("wrong results" if g.matmul_ok is False else "ok")),
+            )
+            for g in r.gpus
+        ]
+        header = ("GPU", "name", "arch", "bf16 TFLOP/s", "copy GB/s", "H2D / D2H GB/s", "status")
+        lines += _table(header, rows)
+    n = r.nccl
+    if n is not None and (n.world or 0) >= 2:
+        what = md(n.error) if n.error else f"busbw {_rate(n.busbw_gbps)} GB/s"
+        lines += ["", f"All-reduce over {n.world} GPUs ({(n.bytes or 0) >> 20} MiB bf16): {what}."]
+    for e in r.engines:
+        state = "ok" if e.ok else f"failed: {md(e.error or '?')}"
+        lines.append(f"- {md(e.name)} {md(e.version or '')}: {state}")
+    lines += [f"- {md(f)}" for f in r.failures]
+    return lines
+
+
+def _rate(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

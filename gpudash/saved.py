@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gpudash.files import MiB, RefusedFile, create_private, read_bytes
-from gpudash.model import HostResult
+from gpudash.model import NOT_SAVED, HostResult
 from gpudash.probe.parts import Part
 from gpudash.probe.stream import MAX_SECTION_CHARS
 from gpudash.text import clean
@@ -109,6 +109,8 @@ def _swap_in(staging: Path, directory: Path) -> None:
 def _fill(directory: Path, result: HostResult) -> None:
     sections: dict[str, Any] = {}
     for name, section in result.sections.items():
+        if section.error == NOT_SAVED:
+            continue  # replayed from a save that lacked it: a re-save lacks it too
         parts = {}
         for part in section.parts.values():
             label = part.name or "_stray"

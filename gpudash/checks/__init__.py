@@ -67,6 +67,7 @@ def run_checks(
         health,
         network,
         nvlink,
+        verify,
         wheels,
     )
     from gpudash.checks.context import Context
@@ -91,7 +92,20 @@ def run_checks(
     else:
         found.extend(ctx.section_notes())
     if ctx.any_data:
-        for family in (gpus, health, driver, wheels, nvlink, disk, network, env, expect, compare):
+        families = (
+            gpus,
+            health,
+            driver,
+            wheels,
+            nvlink,
+            disk,
+            network,
+            env,
+            expect,
+            compare,
+            verify,
+        )
+        for family in families:
             try:
                 found.extend(family.check(ctx))
             except Exception as exc:

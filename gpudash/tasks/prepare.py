@@ -35,6 +35,8 @@ class Facts:
     ccs: tuple[str | None, ...] = ()
     known: bool = False
     driver_version: str | None = None
+    gpus: int | None = None
+    """How many GPUs the driver lists (verify compares CUDA's count with it)."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
@@ -48,6 +50,7 @@ class Facts:
             ccs,
             known=True,
             driver_version=getattr(gpus, "driver_version", None),
+            gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
         )
 
 
@@ -182,6 +185,12 @@ def prepare(
                 raise PrepareError(f"{spec.name}: cannot read {path}: {exc.strerror}") from None
     if spec.kind == "script":
         body = spec.run or ""
+    if spec.kind == "verify":  # the program travels with the job; see gpudash/tasks/verify
+        from gpudash.tasks.verify import PROGRAM
+
+        files["program.py"] = PROGRAM.read_text(encoding="utf-8")
+        if facts.gpus is not None:
+            params["expect_gpus"] = str(facts.gpus)
 
     for name, value in params.items():
         if isinstance(value, bool):

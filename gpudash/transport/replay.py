@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from gpudash.model import NOT_SAVED
 from gpudash.probe.script import ProbePlan
 from gpudash.probe.stream import RawSection
 from gpudash.saved import SavedHost, load_host
@@ -18,6 +19,8 @@ from gpudash.transport.base import RemoteProcess, Transport, TransportError
 
 class ReplayTransport(Transport):
     kind = "replay"
+    missing_section = NOT_SAVED
+    """What a section the save does not hold says (a section added to gpudash since)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
