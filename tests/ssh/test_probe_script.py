@@ -19,7 +19,7 @@ from gpudash.transport.local import LocalTransport
 
 
 def _section(name: str, body: str, timeout: float = 10) -> Section:
-    return Section(name, timeout, body, lambda parts: parts)
+    return Section(name, timeout, body, lambda parts: parts, str)
 
 
 async def _run(sections, env=None, timeout=30):
