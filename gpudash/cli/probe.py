@@ -83,6 +83,9 @@ def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> Non
         out.write(f"{prefix}{event.result.name:<8} {section_line(event.result)}\n")
     elif isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
         out.write(f"{prefix}FAILED   {event.reason}\n")
+    if isinstance(event, HostStateChanged):
+        for note in event.notes:  # how the probe ran there (no `timeout` on PATH, ...)
+            out.write(f"{prefix}note     {note}\n")
     out.flush()
 
 
