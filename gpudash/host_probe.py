@@ -105,7 +105,11 @@ async def probe_host(
                 seen.add(raw.name)
                 elapsed = time.monotonic() - probe_start
                 limit = plan.timeout_for(section)
-                result = parse_section(section, raw, plan.nonce, elapsed, limit)
+                # Off the event loop: a hostile host's output slows only its own parse, never
+                # another host's result, the probe deadline or a key press (DESIGN "Trust").
+                result = await asyncio.to_thread(
+                    parse_section, section, raw, plan.nonce, elapsed, limit
+                )
                 yield SectionDone(host.name, result)
     except TransportError as exc:
         failure = exc.reason
