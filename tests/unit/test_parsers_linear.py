@@ -10,6 +10,7 @@ at once instead of running for minutes.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -152,7 +153,7 @@ def growth(parse: Callable[[str], Any], shape: Callable[[int], str], runs: int) 
 
 
 def _linear(times: list[float]) -> bool:
-    ratios = [b / a for a, b in zip(times, times[1:]) if b > NOISE_S and a > 0]
+    ratios = [b / a for a, b in itertools.pairwise(times) if b > NOISE_S and a > 0]
     return all(r <= MAX_RATIO for r in ratios) and times[-1] / 8 <= 0.5
 
 

@@ -263,9 +263,9 @@ def _df_line(line: str) -> tuple[str, int, int, str] | None:
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
     for i in range(1, len(tokens) - 4):
         (_, a), (_, b), (_, c), (_, pct), (at, mount) = tokens[i : i + 5]
-        if a.isdigit() and b.isdigit() and c.isdigit() and _PERCENT.fullmatch(pct):
-            if mount.startswith("/") and a.isascii() and c.isascii():
-                return line[: tokens[i][0]].strip(), int(a), int(c), line[at:]
+        numbers = a.isdigit() and b.isdigit() and c.isdigit() and a.isascii() and c.isascii()
+        if numbers and _PERCENT.fullmatch(pct) and mount.startswith("/"):
+            return line[: tokens[i][0]].strip(), int(a), int(c), line[at:]
     return None
 
 
