@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpudash.checks.facts import FACTS_DATE
+from gpudash.checks.stack import choose_torch
 from gpudash.tasks import render
 from gpudash.tasks.copy.scripts import preview as copy_preview
-from gpudash.tasks.kinds import NoCudaTag, pick_cuda_tag
 from gpudash.tasks.spec import TaskSpec
 
 if TYPE_CHECKING:
@@ -27,11 +28,15 @@ class PrepareError(ValueError):
 
 @dataclass(frozen=True)
 class Facts:
-    """What the probe said that task defaults depend on."""
+    """What the probe said that task defaults depend on. `ccs` has one entry per GPU, None
+    where the GPU's compute capability is unknown (a GPU host is never taken for a CPU one)."""
 
     driver_cuda: str | None = None
-    ccs: tuple[str, ...] = ()
+    ccs: tuple[str | None, ...] = ()
     known: bool = False
+    driver_version: str | None = None
+    gpus: int | None = None
+    """How many GPUs the driver lists (verify compares CUDA's count with it)."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
@@ -39,8 +44,14 @@ class Facts:
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
             return cls()
-        ccs = tuple(g.cc for g in getattr(gpus, "gpus", ()) if g.cc)
-        return cls(getattr(gpus, "cuda_version", None), ccs, known=True)
+        ccs = tuple(g.cc or None for g in getattr(gpus, "gpus", ()))
+        return cls(
+            getattr(gpus, "cuda_version", None),
+            ccs,
+            known=True,
+            driver_version=getattr(gpus, "driver_version", None),
+            gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,20 @@ class Prepared:
         return render.secrets_env(self.secrets)
 
 
+HF_TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+"""The HF token's variables (huggingface_hub `constants.py`): masked in every log even when no
+task names them, since the hub's own tools print what they find there."""
+
+
+def configured_secrets(
+    specs: Iterable[TaskSpec], environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The values of every secret any task names, and of the HF token: what a log of a job
+    found after a restart must mask, when it is no longer known which task's run wrote it."""
+    names = dict.fromkeys([*HF_TOKEN_VARS, *(n for spec in specs for n in spec.secrets)])
+    return tuple(environ[name] for name in names if environ.get(name))
+
+
 def _var(name: str) -> str:
     return "GPUDASH_" + name.upper()
 
@@ -70,16 +95,52 @@ def _names(specs: tuple[str, ...]) -> str:
     return " ".join(re.split(r"[\[=<>!~ ]", s, maxsplit=1)[0] for s in specs)
 
 
-def _cuda(spec: TaskSpec, facts: Facts) -> str:
+@dataclass(frozen=True)
+class TorchPick:
+    tag: str  # "cu126", "cpu"
+    release: str | None  # "2.14" when chosen from the facts; None: left to the index
+    why: str  # one line for --show
+
+
+def _pick(spec: TaskSpec, facts: Facts) -> TorchPick:
+    """The index (and torch release) for this host: from PyTorch's build matrix, the newest
+    release with a variant that runs on every GPU under the driver; pins narrow it and are
+    refused with the reason when the pinned build cannot run here."""
     value = spec.params.get("cuda", "auto")
-    if value != "auto":
-        return value
+    pin_torch = str(spec.params.get("torch") or "") or None
+    if value == "cpu":
+        return TorchPick("cpu", None, "cuda = cpu (set)")
     if not facts.known:
-        raise PrepareError(f'{spec.name}: cuda = "auto" needs the gpus probe of the host; set cuda')
-    try:
-        return pick_cuda_tag(facts.driver_cuda, list(facts.ccs))
-    except NoCudaTag as exc:
-        raise PrepareError(f"{spec.name}: {exc}") from None
+        if value == "auto":
+            raise PrepareError(
+                f'{spec.name}: cuda = "auto" needs the gpus probe of the host; set cuda'
+            )
+        return TorchPick(value, None, f"cuda = {value} (set; no gpus probe to check it against)")
+    if not facts.ccs:
+        if value == "auto":
+            return TorchPick("cpu", None, "cuda = cpu (the probe found no GPU)")
+        return TorchPick(value, None, f"cuda = {value} (set; the probe found no GPU)")
+    pin_cuda = None if value == "auto" else value
+    choice = choose_torch(
+        facts.driver_version, facts.ccs, pin_torch, pin_cuda, reported_cuda=facts.driver_cuda
+    )
+    if choice.build is not None:
+        return TorchPick(choice.build.variant, choice.build.release, choice.why)
+    if choice.verdict is None and pin_cuda and choice.why.startswith("no torch build in"):
+        # A pinned build gpudash has no facts about: not refused (it may well run), said so.
+        return TorchPick(
+            pin_cuda, None, f"cuda = {pin_cuda} (set; not in gpudash's facts of {FACTS_DATE})"
+        )
+    raise PrepareError(f"{spec.name}: {choice.why}")
+
+
+def _pin_torch(packages: object, release: str) -> tuple[str, ...]:
+    """`torch` without a version becomes `torch==2.14.*`: the release the choice was for."""
+    out = []
+    for entry in packages if isinstance(packages, (list, tuple)) else (packages,):
+        text = str(entry)
+        out.append(f"torch=={release}.*" if text.strip() == "torch" else text)
+    return tuple(out)
 
 
 def prepare(
@@ -95,11 +156,13 @@ def prepare(
     body = kind.body
 
     if spec.kind in ("torch", "serving"):
-        tag = _cuda(spec, facts)
-        params["cuda"] = tag
-        if spec.params.get("cuda") == "auto":
-            ccs = ", ".join(facts.ccs) or "-"
-            notes.append(f"cuda = {tag} (driver CUDA {facts.driver_cuda}, cc {ccs})")
+        pick = _pick(spec, facts)
+        params["cuda"] = pick.tag
+        notes.append(pick.why)
+        if spec.kind == "torch":
+            params["torch"] = pick.release or params.get("torch") or ""
+            if pick.release:
+                params["packages"] = _pin_torch(params["packages"], pick.release)
     if spec.kind == "torch":
         index = str(params.pop("index")).rstrip("/")
         params["index_url"] = f"{index}/{params['cuda']}"
@@ -122,6 +185,12 @@ def prepare(
                 raise PrepareError(f"{spec.name}: cannot read {path}: {exc.strerror}") from None
     if spec.kind == "script":
         body = spec.run or ""
+    if spec.kind == "verify":  # the program travels with the job; see gpudash/tasks/verify
+        from gpudash.tasks.verify import PROGRAM
+
+        files["program.py"] = PROGRAM.read_text(encoding="utf-8")
+        if facts.gpus is not None:
+            params["expect_gpus"] = str(facts.gpus)
 
     for name, value in params.items():
         if isinstance(value, bool):
