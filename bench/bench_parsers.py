@@ -1,6 +1,6 @@
 """Parser cost against input size, on pathological shapes (issue 20, item 2).
 
-For every parser and every shape of tests/unit/test_parsers_linear.py, the CPU time at 1, 2,
+For every parser and every shape of tests/perf/test_parsers_linear.py, the CPU time at 1, 2,
 4 and 8 MB (min of 2 runs), the ratio between sizes (2 is linear) and the cost against a
 baseline of the same run, `len(text.splitlines())` on the same text. Last, the event loop's
 worst latency while one host's 8 MB pathological section is parsed in the worker thread, the
@@ -16,7 +16,7 @@ import itertools
 import sys
 import time
 
-from tests.unit.test_parsers_linear import MB, PARSERS, SHAPES, SIZES, cpu_time
+from tests.perf.test_parsers_linear import MB, PARSERS, SHAPES, SIZES, cpu_time
 
 
 def table(names: list[str]) -> float:

@@ -5,7 +5,7 @@ Each parser gets inputs of 1, 2, 4 and 8 MB built from the shapes that made the 
 super-linear (long runs of one character, many columns, many rows, no newlines, and the
 issue's own examples); the CPU time (`time.process_time`, min of a few runs) must about double
 from one size to the next. A 64 KB run goes first: a parser that is already slow there fails
-at once instead of running for minutes.
+at once instead of running for minutes. (tests/perf: pure but heavy, about a minute.)
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ PARTS = {
     "env": ("pythons", "pip", "tools", "vars", "venvs"),
     "models": ("df", "dir.0"),
     "network": ("token", "flags", "target.0"),
+    "health": ("pci", "klog", "smiq", "procs", "fm", "fmver", "rdma", "shm", "memlock"),
+    "verify": ("result", "clock"),
 }
 
 
@@ -86,6 +88,8 @@ AIMED = {
     "section.env": ("tabs", "colons"),
     "section.models": ("df", "tabs"),
     "section.network": ("tabs", "digits"),
+    "section.health": ("gpu_lost", "colons", "digits"),
+    "section.verify": ("colons", "digits"),
     "smi": ("smi_row", "smi_proc", "gpu_lost", "pipes", "digits"),
     "query": ("query_row", "digits"),
     "nvlink": ("nvlink_gpu", "nvlink_link"),
