@@ -95,6 +95,9 @@ def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> Non
         _say(out, f"{prefix}{event.result.name:<8} {section_line(event.result)}")
     elif isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
         _say(out, f"{prefix}FAILED   {event.reason}")
+    if isinstance(event, HostStateChanged):
+        for note in event.notes:  # how the probe ran there (no `timeout` on PATH, ...)
+            _say(out, f"{prefix}note     {note}")
     out.flush()
 
 
