@@ -17,7 +17,7 @@ from gpudash.tasks.spec import load_tasks
 from gpudash.ui import create_app
 from gpudash.ui.app import GpudashApp
 from gpudash.ui.panels.findings import FindingsPanel
-from gpudash.ui.screens.confirm import ConfirmTask
+from gpudash.ui.screens.confirm import ConfirmCancel, ConfirmTask
 from gpudash.ui.screens.tasks import TasksScreen
 from gpudash.ui.widgets.log_pane import LogPane
 from tests.app.test_app import SIZE, replay_config, screen_text, settled, until
@@ -201,7 +201,14 @@ async def test_cancel_stops_the_selected_task_and_nothing_is_left_on_the_host(
         await until(pilot, lambda: "started" in app.screen.query_one(LogPane).text_lines, 20)
         assert sleeping(marker), "the task should be running on the host"
         await until(pilot, lambda: "running" in screen_text(app))
-        await pilot.press("x")
+        await pilot.press("x")  # asks first, like k9s before a kill: n keeps it running
+        await until(pilot, lambda: isinstance(app.screen, ConfirmCancel))
+        assert "Stop task sleepy on h0?" in screen_text(app)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        await pilot.pause(0.3)
+        assert run_of(app, "h0", "sleepy").state == "running" and sleeping(marker)
+        await pilot.press("x", "x")  # a second x stops it
         await until(pilot, state_is(app, "h0", "sleepy", "cancelled"), timeout=30)
         assert "cancelled" in screen_text(app)
         assert sleeping(marker) == []
@@ -264,6 +271,8 @@ async def test_after_a_restart_the_app_finds_the_running_job_and_follows_it(
         await until(pilot, lambda: isinstance(second.screen, TasksScreen))
         await until(pilot, lambda: "started" in second.screen.query_one(LogPane).text_lines)
         await pilot.press("x")
+        await until(pilot, lambda: isinstance(second.screen, ConfirmCancel))
+        await pilot.press("y")
         await until(pilot, state_is(second, "h0", "sleepy", "cancelled"), timeout=30)
     assert sleeping(marker) == []
 

@@ -200,8 +200,20 @@ class TasksScreen(Screen[None]):
         if run is None or not run.active:
             self.notify("no running task selected", timeout=2)
             return
-        self.app.cancel_run(run.host, run.task)  # type: ignore[attr-defined]
-        self._redraw_row(run)
+        from gpudash.ui.screens.confirm import ConfirmCancel
+
+        asked = [
+            key
+            for key, found in self._bindings.key_to_bindings.items()
+            if any(b.id == "task-cancel" for b in found)
+        ]
+
+        def answered(stop: bool | None) -> None:
+            if stop and run.active:
+                self.app.cancel_run(run.host, run.task)  # type: ignore[attr-defined]
+                self._redraw_row(run)
+
+        self.app.push_screen(ConfirmCancel(run.host, run.task, asked), answered)
 
     def action_close(self) -> None:
         self.dismiss(None)
