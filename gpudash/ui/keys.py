@@ -65,6 +65,18 @@ TOPOLOGY_KEYS: tuple[Key, ...] = (
     ),
 )
 
+FINDINGS_KEYS: tuple[Key, ...] = (
+    Key(
+        "fix",
+        "F",
+        "fix",
+        "Fix",
+        "Findings panel: run the task that fixes a finding on this host (asks which, then"
+        " confirms)",
+    ),
+)
+"""One key for every fix: a task's own key there would shadow the host view's keys."""
+
 FLEET_KEYS: tuple[Key, ...] = (
     Key("fleet-sort", "o", "sort", "Sort", "Sort by the next column"),
     Key("fleet-open", "enter", "open", "Open", "Open the host under the cursor"),
@@ -89,7 +101,7 @@ TASKS_KEYS: tuple[Key, ...] = (
 )
 """The tasks screen's own keys; each task's key (from its config) is bound there too."""
 
-ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FLEET_KEYS + TASKS_KEYS
+ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FINDINGS_KEYS + FLEET_KEYS + TASKS_KEYS
 KEY_IDS = frozenset(k.id for k in ALL_KEYS)
 
 

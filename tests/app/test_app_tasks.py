@@ -18,6 +18,7 @@ from gpudash.ui import create_app
 from gpudash.ui.app import GpudashApp
 from gpudash.ui.panels.findings import FindingsPanel
 from gpudash.ui.screens.confirm import ConfirmCancel, ConfirmTask
+from gpudash.ui.screens.fix_picker import FixPicker
 from gpudash.ui.screens.tasks import TasksScreen
 from gpudash.ui.widgets.log_pane import LogPane
 from tests.app.test_app import SIZE, replay_config, screen_text, settled, until
@@ -291,7 +292,7 @@ async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> No
         # One line each while another widget has focus: fails first, fix keys in brackets.
         text = screen_text(app)
         assert text.index("✖ fail gpus.err") < text.index("▲ warn")
-        assert "env.no_uv [u]" in text and "why " not in text
+        assert "env.no_uv [F: uv]" in text and "why " not in text
         await pilot.press("tab", "enter")  # focus it and show it full screen: the details
         await until(pilot, lambda: app.screen.maximized is panel and "why " in screen_text(app))
         text = screen_text(app)
@@ -300,7 +301,7 @@ async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> No
         assert rows[1].startswith("facts gpus 4")
         assert rows[2].startswith("why   nvidia-smi cannot read the GPU")
         assert any(r.startswith("fix   Check `dmesg") for r in rows)
-        assert "press  u  to run task uv" in text
+        assert "press  F  to run task uv" in text
         assert "GPU memory already in use" in text
 
 
@@ -322,14 +323,19 @@ async def test_switching_hosts_sizes_the_findings_to_the_new_hosts_count() -> No
             )
 
 
-async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_task() -> None:
+async def test_f_in_the_findings_panel_asks_which_fix_then_opens_its_confirmation() -> None:
     app = create_app(replay_config("h200-1x", "pcie-a40"))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: all(r.findings for r in app.results.values()))
         await pilot.press("tab")
         await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
-        assert "Fix: uv" in screen_text(app)
-        await pilot.press("u")
+        assert "F Fix" in screen_text(app).splitlines()[-1]
+        fixes = [f.fix_task for f in app.results["h200-1x"].findings if f.fix_task]
+        await pilot.press("F")
+        if len(fixes) > 1:  # several: which one first, the worst on top
+            await until(pilot, lambda: isinstance(app.screen, FixPicker))
+            assert "Fix which finding?" in screen_text(app)
+            await pilot.press(*["down"] * fixes.index("uv"), "enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         text = screen_text(app)
         assert "Run uv on h200-1x" in text and "h200-1x: uv" in text
@@ -337,6 +343,33 @@ async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_ta
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmTask))
         assert not app.tasks.runs
+
+
+async def test_with_the_findings_focused_s_still_saves_and_task_keys_run_nothing(
+    tmp_path: Path,
+) -> None:
+    """A fix used to be bound to its task's key while Findings had focus: `s` (save in the
+    host view) became "Fix: serving" there. Now every key means one thing on the screen."""
+    from gpudash.config.load import parse_config
+
+    saved = FIXTURES / "saved" / "h200-1x"
+    config = parse_config(
+        f'[hosts.box]\ntransport = "replay"\nreplay_dir = "{saved}"\n'
+        'expect = { models = ["acme/tiny-model-7b"] }\n',
+        "gpudash.toml",
+    )
+    app = create_app(config, save_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        assert any(f.fix_task == "model" for f in app.results["box"].findings)
+        await pilot.press("tab")
+        await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
+        footer = screen_text(app).splitlines()[-1]
+        assert "Fix:" not in footer and "s Save" in footer
+        await pilot.press("s", "m", "u")
+        await until(pilot, lambda: any(tmp_path.iterdir()))
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, (ConfirmTask, FixPicker)) and not app.tasks.runs
 
 
 async def test_the_command_palette_offers_each_task_behind_the_same_confirmation() -> None:
@@ -422,10 +455,14 @@ async def test_a_fix_key_carries_the_findings_parameters_into_the_task() -> None
     )
     app = create_app(config)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: "expect.model_missing [m]" in screen_text(app))
+        await until(pilot, lambda: "expect.model_missing [F: model]" in screen_text(app))
         await pilot.press("tab")
         await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
-        await pilot.press("m")
+        fixes = [f.fix_task for f in app.results["box"].findings if f.fix_task]
+        await pilot.press("F")
+        if len(fixes) > 1:
+            await until(pilot, lambda: isinstance(app.screen, FixPicker))
+            await pilot.press(*["down"] * fixes.index("model"), "enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         text = screen_text(app)
         assert "box: model" in text and "GPUDASH_REPO=acme/tiny-model-7b" in text

@@ -18,6 +18,7 @@ from gpudash.ui import keys
 SECTIONS = (
     ("Everywhere", keys.APP_KEYS),
     ("Topology panel", keys.TOPOLOGY_KEYS),
+    ("Findings panel", keys.FINDINGS_KEYS),
     ("Fleet view", keys.FLEET_KEYS),
     ("Tasks screen", keys.TASKS_KEYS),
 )
@@ -26,7 +27,6 @@ EXTRA = (
     ("↑ ↓ / mouse", "Select a host (sidebar) or scroll the focused panel"),
     ("escape", "Leave the filter, a full-screen panel, or this screen"),
     ("ctrl+c", "Quit (copies instead when text is selected)"),
-    ("fix keys", "In the Findings panel: a finding's fix key runs its fixing task here"),
 )
 
 
