@@ -40,8 +40,13 @@ FIXED_KEYS: Mapping[str, str] = {
     "enter": "selects",
     "ctrl+p": "opens the command palette",
     "ctrl+c": "quits",
+    "j": "moves the cursor down",
+    "k": "moves the cursor up",
+    "g": "moves to the first row",
+    "G": "moves to the last row",
 }
-"""Keys Textual's widgets answer themselves; no task may take them."""
+"""Keys the tasks screen's widgets answer themselves (Textual's, and the vim-style moves
+gpudash/ui/keys.py binds on every list); no task may take them."""
 
 _CHAR_NAMES = {
     "?": "question_mark",

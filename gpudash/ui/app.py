@@ -58,7 +58,10 @@ def _ui(config: Config, name: str, default: Any) -> Any:
 class GpudashApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
-    BINDINGS = keys.bindings(keys.APP_KEYS)
+    BINDINGS: ClassVar[list[Binding]] = [
+        *keys.bindings(keys.APP_KEYS),
+        *(Binding(n, f"jump_panel({n})", show=False) for n in keys.PANEL_JUMPS),
+    ]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
         (0, "-narrow"),
         (90, "-normal"),
@@ -249,7 +252,7 @@ class GpudashApp(App[int]):
 
     # ---- actions -----------------------------------------------------------------------
 
-    MAIN_ONLY = frozenset({"filter", "expand", "save", "mark"})
+    MAIN_ONLY = frozenset({"filter", "expand", "save", "mark", "jump_panel", "leave_panel"})
     """Actions that act on the host view, so they are off while another screen is on top."""
 
     HOST_ACTIONS = frozenset({"refresh_host", "refresh_all", "fleet", "tasks"})
@@ -285,6 +288,19 @@ class GpudashApp(App[int]):
     def _fleet_closed(self, host: str | None) -> None:
         if host is not None and host in self.results:
             self.select_host(host)
+
+    def action_jump_panel(self, number: int) -> None:
+        """`1`..`9`: focus the host view's Nth panel (as drawn: Findings is 1)."""
+        panels = [p for p in self.screen.query(Panel) if p.display]
+        if 1 <= number <= len(panels):
+            panels[number - 1].focus()
+
+    def action_leave_panel(self) -> None:
+        """`esc` in a panel: restore it if it is full screen, else back to the host list."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        else:
+            self.host_list.focus()
 
     def action_expand(self) -> None:
         focused = self.screen.focused

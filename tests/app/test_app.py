@@ -197,6 +197,49 @@ async def test_arrow_keys_move_the_selection_and_the_host_view_follows() -> None
         assert "ready · no nvidia-s" in screen_text(app)  # its row (cut at 100 columns)
 
 
+async def test_j_k_g_and_capital_g_move_as_the_arrows_home_and_end_do() -> None:
+    app = create_app(replay_config())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("j")
+        await until(pilot, lambda: app.selected == "pcie-a40")
+        await pilot.press("G")
+        await until(pilot, lambda: app.selected == "down")
+        await pilot.press("k")
+        await until(pilot, lambda: app.selected == "no-gpu")
+        await pilot.press("g")
+        await until(pilot, lambda: app.selected == "dgx-h200")
+        await pilot.press("f")  # the fleet table too
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("j", "j", "enter")
+        await until(pilot, lambda: app.selected == "h200-1x")
+        panel = app.query_one("#panel-topology", Panel)
+        panel.focus()
+        await pilot.press("j")  # a panel scrolls
+        await until(pilot, lambda: panel.scroll_y > 0 or panel.max_scroll_y == 0)
+
+
+async def test_number_keys_jump_to_panels_and_escape_goes_back_to_the_host_list() -> None:
+    app = create_app(replay_config("dgx-h200"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("3")
+        assert app.focused is app.query_one("#panel-topology")
+        await pilot.press("1")
+        assert app.focused is app.query_one("#panel-findings")
+        assert "esc Hosts" in screen_text(app).splitlines()[-1]
+        await pilot.press("escape")  # one obvious key back
+        assert isinstance(app.focused, HostList)
+        await pilot.press("2", "enter")  # full screen: esc restores first, then leaves
+        assert app.screen.maximized is app.query_one("#panel-gpus")
+        await pilot.press("escape")
+        assert app.screen.maximized is None and app.focused is app.query_one("#panel-gpus")
+        await pilot.press("escape")
+        assert isinstance(app.focused, HostList)
+        await pilot.press("j")
+        await until(pilot, lambda: app.selected == "dgx-h200")  # one host: stays
+
+
 async def test_a_mouse_click_selects_a_host() -> None:
     app = create_app(replay_config())
     async with app.run_test(size=SIZE) as pilot:
@@ -406,17 +449,17 @@ async def test_the_command_palette_offers_the_app_actions() -> None:
 
 
 async def test_keys_remapped_in_the_config_replace_the_defaults() -> None:
-    config = replay_config("h200-1x", keys=(("fleet", "g"), ("refresh-host", "f5")))
+    config = replay_config("h200-1x", keys=(("fleet", "v"), ("refresh-host", "f5")))
     app = create_app(config)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
         footer = screen_text(app).splitlines()[-1]
-        assert "g Fleet" in footer and "f5 Re-probe" in footer  # the footer names the new keys
+        assert "v Fleet" in footer and "f5 Re-probe" in footer  # the footer names the new keys
         assert "f Fleet" not in footer and "r Re-probe" not in footer
         await pilot.press("f")
         await pilot.pause()
         assert not isinstance(app.screen, FleetScreen)
-        await pilot.press("g")
+        await pilot.press("v")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen))
 
 

@@ -432,14 +432,14 @@ async def test_the_copy_task_runs_from_the_app_with_its_source_host(
 
 
 async def test_the_tasks_screen_keys_follow_the_keys_table_of_the_config() -> None:
-    config = replay_config("h200-1x", keys=(("task-cancel", "k"), ("tasks-close", "escape,z")))
+    config = replay_config("h200-1x", keys=(("task-cancel", "c"), ("tasks-close", "escape,z")))
     app = create_app(config)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
         await pilot.press("b")
         await until(pilot, lambda: isinstance(app.screen, TasksScreen))
         footer = screen_text(app).splitlines()[-1]
-        assert "k Cancel" in footer and "x Cancel" not in footer
+        assert "c Cancel" in footer and "x Cancel" not in footer
         await pilot.press("z")
         await until(pilot, lambda: not isinstance(app.screen, TasksScreen))
 

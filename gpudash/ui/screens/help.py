@@ -24,8 +24,10 @@ SECTIONS = (
 )
 EXTRA = (
     ("ctrl+p", "Command palette: every action by name, and the theme"),
-    ("↑ ↓ / mouse", "Select a host (sidebar) or scroll the focused panel"),
-    ("escape", "Leave the filter, a full-screen panel, or this screen"),
+    ("↑ ↓ j k / mouse", "Select a host (sidebar), a row, or scroll the focused panel"),
+    ("g G", "First and last host or row; top and bottom of a panel"),
+    ("1-9", "Jump to the host view's Nth panel (1 is Findings)"),
+    ("escape", "Leave the filter, a full-screen panel, a panel (to the host list), this screen"),
     ("ctrl+c", "Quit (copies instead when text is selected)"),
 )
 

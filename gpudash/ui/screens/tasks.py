@@ -34,6 +34,12 @@ def _row_key(run: Run) -> str:
     return f"{run.host}\t{run.task}"
 
 
+class RunsTable(DataTable[Any]):
+    """The runs, with j/k/g/G moving as the arrows do."""
+
+    BINDINGS = keys.moves("cursor_down", "cursor_up", "scroll_top", "scroll_bottom")
+
+
 class TasksScreen(Screen[None]):
     BINDINGS = keys.bindings(keys.TASKS_KEYS)
     DEFAULT_CSS = """
@@ -60,7 +66,7 @@ class TasksScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="tasks-target")
         yield Static(self._menu(), id="tasks-menu")
-        table: DataTable[Any] = DataTable(id="runs", cursor_type="row", zebra_stripes=False)
+        table = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
         table.border_title = "Runs"
         yield table
         pane = LogPane(id="task-log")

@@ -26,6 +26,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from gpudash.ui.keys import moves
+
 GAP = 1
 """Blank cells before every cell: ten columns must fit 100 cells."""
 
@@ -68,6 +70,7 @@ class FleetTable(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("home", "first", "First row", show=False),
         Binding("end", "last", "Last row", show=False),
+        *moves("cursor_down", "cursor_up", "first", "last"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"fleet-table--header", "fleet-table--cursor"}

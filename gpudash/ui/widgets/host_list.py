@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from gpudash.config.model import HostConfig
 from gpudash.model import HostResult
 from gpudash.ui.host_state import findings_text, glyph, gpu_summary, state_text
+from gpudash.ui.keys import moves
 from gpudash.ui.render import remote
 
 
@@ -62,6 +63,8 @@ def matches(host: HostConfig, needle: str) -> bool:
 
 class HostList(OptionList):
     """Hosts in config order; posts `HostList.Selected` when the highlight moves."""
+
+    BINDINGS = moves("cursor_down", "cursor_up", "first", "last")
 
     class Selected(Message):
         """The user moved to another host."""
