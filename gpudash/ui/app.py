@@ -86,6 +86,10 @@ class GpudashApp(App[int]):
         over instead of starting another. `gc_paused`: `run_app` turned the collector off
         for start-up, and the first settle turns it back on (`HeapSettler`)."""
         super().__init__(**kw)
+        if self.no_color:
+            from gpudash.ui.no_color import use_severity_monochrome
+
+            use_severity_monochrome(self._filters)
         self.config = config
         self.fleet = fleet or Fleet(config)
         self._head_start = head_start

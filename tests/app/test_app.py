@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
@@ -493,6 +494,40 @@ async def test_no_color_is_respected(monkeypatch: pytest.MonkeyPatch) -> None:
     app = create_app(replay_config("h200-1x"))
     async with app.run_test(size=SIZE):
         assert app.no_color
+
+
+def shown_style(app: GpudashApp, word: str) -> Style:
+    """The style the terminal gets for the first cell of `word` on screen: the screen's
+    segments through the app's output filters (NO_COLOR's among them)."""
+    from textual.color import Color
+
+    for strip in app.screen._compositor.render_strips(app.screen.size):
+        if word not in strip.text:
+            continue
+        segments = list(strip)
+        for line_filter in app._filters:
+            segments = line_filter.apply(segments, Color(0, 0, 0))
+        for segment in segments:
+            if word in segment.text or segment.text.strip() == word.split()[0]:
+                return segment.style or Style()
+    raise AssertionError(f"{word!r} is not on screen")
+
+
+async def test_under_no_color_fail_is_the_most_visible_severity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual greys every colour by luminance, so red "fail" came out darker than yellow
+    "warn". Under NO_COLOR fail is bold reverse, warn bold, and neither is a dark grey."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = create_app(replay_config("pcie-a40"))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: "✖ fail" in screen_text(app) and "▲ warn" in screen_text(app))
+        fail, warn = shown_style(app, "✖ fail"), shown_style(app, "▲ warn")
+        assert fail.reverse and fail.bold
+        assert warn.bold and not warn.reverse
+        for style in (fail, warn):  # greys only, none near the background
+            r, g, b = style.color.get_truecolor()
+            assert r == g == b and r >= 150
 
 
 # ---- untrusted text --------------------------------------------------------------------------
