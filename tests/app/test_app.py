@@ -594,6 +594,30 @@ async def test_periodic_refresh_probes_again_and_rounds_never_overlap() -> None:
                 in_flight -= 1
 
 
+async def test_the_age_of_the_data_shows_per_host_and_in_the_fleet_view() -> None:
+    now = [1000.0]
+    app = create_app(replay_config("dgx-h200", "pcie-a40"))
+    app.clock = lambda: now[0]
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await until(pilot, lambda: "probed 0 s ago" in screen_text(app))
+        assert "refresh off" in screen_text(app)
+        now[0] += 12
+        await until(pilot, lambda: "probed 12 s ago" in screen_text(app), timeout=3)
+        app.probed_at["pcie-a40"] = now[0] - 180  # as if it had been probed earlier
+        await pilot.press("j")
+        await until(pilot, lambda: "probed 3 min ago" in screen_text(app))
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await until(pilot, lambda: "probed 12 s – 3 min ago · refresh off" in screen_text(app))
+
+
+async def test_with_a_refresh_interval_the_age_says_how_often() -> None:
+    app = create_app(replay_config("h200-1x"), refresh_s=30)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "refresh every 30 s" in screen_text(app))
+
+
 async def test_refresh_is_off_by_default() -> None:
     messages: list[object] = []
     app = create_app(replay_config("h200-1x"))

@@ -22,7 +22,9 @@ FIVE = ("dgx-h200", "pcie-a40", "h200-1x", "no-gpu", "down")
 
 def app_for(*names: str):  # type: ignore[no-untyped-def]
     hosts = tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in names)
-    return create_app(Config(None, hosts), theme="textual-dark")
+    app = create_app(Config(None, hosts), theme="textual-dark")
+    app.clock = lambda: 1000.0  # "probed 0 s ago" however long the capture took
+    return app
 
 
 def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
@@ -110,7 +112,9 @@ def test_host_view_on_a_wide_terminal(snap_compare) -> None:  # type: ignore[no-
     assert snap_compare(app_for(*FIVE), terminal_size=(160, 45), run_before=after())
 
 
-SIZES = pytest.mark.parametrize("size", [(80, 24), (100, 30), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+SIZES = pytest.mark.parametrize(
+    "size", [(80, 24), (100, 30), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}"
+)
 """The three sizes each screen that issue 23 changed is captured at."""
 
 
@@ -157,6 +161,7 @@ def tasks_screen_snapshot(snap_compare, sshd, fake_host, size) -> None:  # type:
     from tests.app.test_app_tasks import open_tasks_and_run, ssh_config, state_is, until
 
     app = create_app(ssh_config(sshd, [fake_host]), theme="textual-dark")
+    app.clock = lambda: 1000.0
 
     async def run_before(pilot: Pilot) -> None:
         await open_tasks_and_run(pilot, "2")

@@ -9,6 +9,7 @@ so opening the view with 1000 hosts reads them instead of computing 10,000 value
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -18,12 +19,16 @@ from textual.widgets import Static
 
 from gpudash.model import HostResult
 from gpudash.ui import keys
+from gpudash.ui.data_age import fleet_words, refresh_words
 from gpudash.ui.widgets.fleet_columns import COLUMNS, cell, value_sort_key
 from gpudash.ui.widgets.fleet_rows import FleetRows
 from gpudash.ui.widgets.fleet_table import FleetTable
 from gpudash.ui.widgets.footer import Footer
 
 _INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
+
+AGE_TICK_S = 1.0
+"""How often the title's "probed N s ago" is worded again."""
 
 
 class FleetScreen(Screen[str | None]):
@@ -49,14 +54,28 @@ class FleetScreen(Screen[str | None]):
 
     def _title(self) -> Text:
         title = Text(" fleet ", style="bold reverse")
-        title.append(f"  {len(self._order)} hosts · sorted by ")
+        title.append(f"  {len(self._order)} hosts · ")
+        app: Any = self.app
+        probed = getattr(app, "probed_at", None)
+        if probed is not None:  # first: the most useful words once the line is cut
+            title.append(fleet_words(probed.values(), app.clock(), len(self._order)))
+            title.append(f" · {refresh_words(app.refresh_s)} · ")
+        title.append("sorted by ")
         title.append(
             "config order" if self._sort is None else COLUMNS[self._sort].label, style="bold"
         )
         title.append(" · highlighted: differs from most hosts", style="dim")
         return title
 
+    def _tick(self) -> None:
+        title = self._title()
+        if title.plain != self._title_words:
+            self._title_words = title.plain
+            self.query_one("#fleet-title", Static).update(title)
+
     def on_mount(self) -> None:
+        self._title_words = ""
+        self.set_interval(AGE_TICK_S, self._tick)
         self._fleet = FleetRows.of(self.app)
         self.refresh_rows()
 
