@@ -195,7 +195,8 @@ async def test_arrow_keys_move_the_selection_and_the_host_view_follows() -> None
         await pilot.press("up")
         await until(pilot, lambda: app.selected == "no-gpu")
         assert "nvidia-smi: not found" in screen_text(app)  # the GPUs panel
-        assert "ready · no nvidia-s" in screen_text(app)  # its row (cut at 100 columns)
+        # its row: the green dot says ready, so the words that do not fit are the GPUs'
+        assert "  no nvidia-smi" in screen_text(app)
 
 
 async def test_j_k_g_and_capital_g_move_as_the_arrows_home_and_end_do() -> None:
@@ -239,6 +240,29 @@ async def test_number_keys_jump_to_panels_and_escape_goes_back_to_the_host_list(
         assert isinstance(app.focused, HostList)
         await pilot.press("j")
         await until(pilot, lambda: app.selected == "dgx-h200")  # one host: stays
+
+
+async def test_narrow_screens_shorten_model_names_and_keep_finding_text_over_codes(
+    tmp_path: Path,
+) -> None:
+    """8x 'NVIDIA GeForce RTX 4090' at 80 columns: the sidebar says '8× RTX 4090', not
+    '8× GeForce ...'; at 60 columns each finding line leads with its text, code after."""
+    import shutil
+
+    rtx = tmp_path / "rtx"
+    shutil.copytree(SAVED / "dgx-h200", rtx)
+    for path in rtx.glob("gpus*"):
+        path.write_text(path.read_text().replace("NVIDIA H200", "NVIDIA GeForce RTX 4090"))
+    config = Config(None, (replay_host("rtx", rtx), replay_host("pcie-a40")))
+    app = create_app(config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, settled(app))
+        sidebar = [line[:20] for line in screen_text(app).splitlines()]
+        assert any("8× RTX 4090" in line for line in sidebar), sidebar[:4]
+        assert not any("GeForce" in line for line in sidebar)
+        app.select_host("pcie-a40")
+        await pilot.resize_terminal(60, 24)
+        await until(pilot, lambda: "✖ fail GPU 4 in ERR! state" in screen_text(app))
 
 
 async def test_a_mouse_click_selects_a_host() -> None:

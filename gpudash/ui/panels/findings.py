@@ -59,12 +59,27 @@ def facts_text(facts: Mapping[str, Any]) -> Text:
     return out
 
 
-def _head(finding: Any, width: int = 7) -> Text:
+NARROW = 60
+"""Below this many cells of panel, a finding's line leads with its title and ends with its
+code: cut at the right edge, the words a person reads survive and the code goes first."""
+
+
+def _head(finding: Any, width: int = 7, narrow: bool = False) -> Text:
     label, style = SEVERITY.get(_level(finding), (_level(finding), ""))
+    fix = (
+        Text(f"[{FIX_KEY}: {finding.fix_task}]", style="bold reverse") if finding.fix_task else None
+    )
+    if narrow:
+        out = Text.assemble((f"{label:<{width}}", style), remote(finding.title))
+        if fix is not None:
+            out.append(" ")
+            out.append_text(fix)
+        out.append(f"  {finding.code}", style="dim")
+        return out
     out = Text.assemble((f"{label:<{width}}", style), (finding.code, "bold"))
-    if finding.fix_task:
+    if fix is not None:
         out.append(" ")
-        out.append(f"[{FIX_KEY}: {finding.fix_task}]", style="bold reverse")
+        out.append_text(fix)
     out.append("  ")
     out.append(remote(finding.title))
     return out
@@ -98,20 +113,22 @@ def _ok_line(fine: Sequence[Any]) -> Text:
     return line
 
 
-def findings_body(findings: Sequence[Any], detail: bool = False) -> RenderableType:
+def findings_body(
+    findings: Sequence[Any], detail: bool = False, narrow: bool = False
+) -> RenderableType:
     """One line per finding (`[key]` when a task fixes it), or with `detail` each one's
     facts, why and fix under it; `ok` findings folded into one last line."""
     problems = [f for f in findings if _level(f) != "ok"]
     fine = [f for f in findings if _level(f) == "ok"]
     if not detail:
-        lines = [_head(f) for f in problems] + ([_ok_line(fine)] if fine else [])
+        lines = [_head(f, narrow=narrow) for f in problems] + ([_ok_line(fine)] if fine else [])
         out = Text("\n").join(lines)
         out.no_wrap = True
         out.overflow = "ellipsis"
         return out
     parts: list[RenderableType] = []
     for finding in problems:
-        head = _head(finding)
+        head = _head(finding, narrow=narrow)
         head.no_wrap, head.overflow = True, "ellipsis"
         parts.append(head)
         parts.append(Padding(finding_detail(finding), (0, 0, 0, 7)))
@@ -142,6 +159,7 @@ class FindingsPanel(Panel):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._findings: tuple[Any, ...] = ()
+        self._narrow = False  # as last drawn
 
     def show(self, host: HostResult) -> None:
         if host.findings is self._findings and host.name == self._host:
@@ -169,12 +187,22 @@ class FindingsPanel(Panel):
         detail = focused or self.screen.maximized is self
         self.set_class(not detail, "-compact")
         if self._findings:
-            content = findings_body(self._findings, detail)
+            self._narrow = self.narrow
+            content = findings_body(self._findings, detail, self._narrow)
             self.draw(content)
             # One line per finding: the height is known, so it is set, not measured. A
             # measured height went stale now and then on a host switch (a layout that raced
             # the update kept the previous host's count, hiding the extra findings).
             self.text.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
+
+    @property
+    def narrow(self) -> bool:
+        width = self.scrollable_content_region.width
+        return 0 < width < NARROW
+
+    def on_resize(self) -> None:
+        if self._findings and self.narrow != self._narrow:
+            self._draw()
 
     def on_focus(self) -> None:
         self._draw(True)

@@ -48,7 +48,12 @@ def row(result: HostResult, width: int = 24, marked: bool = False) -> Text:
     second.append(state_text(result, findings=False))
     gpus = gpu_summary(result)
     if gpus is not None and result.state.value != "failed":
-        second.append(" · ", style="dim")
+        if second.cell_len + 3 + gpus.cell_len > width:
+            gpus = gpu_summary(result, tight=True) or gpus  # '8× H100', not '8× H100 80…'
+        if result.state.value == "ready" and second.cell_len + 3 + gpus.cell_len > width:
+            second = Text("  ")  # the green dot says ready: the GPUs get its room
+        else:
+            second.append(" · ", style="dim")
         second.append(gpus)
     return Text("\n").join([_fit(first, width), _fit(second, width)])
 
