@@ -77,7 +77,8 @@ FINDINGS_KEYS: tuple[Key, ...] = (
 """One key for every fix: a task's own key there would shadow the host view's keys."""
 
 FLEET_KEYS: tuple[Key, ...] = (
-    Key("fleet-sort", "o", "sort", "Sort", "Sort by the next column"),
+    Key("fleet-sort", "o", "sort", "Sort", "Sort by the next column (or click its header)"),
+    Key("fleet-reverse", "O", "reverse", "Reverse", "Reverse the sort order"),
     Key("fleet-open", "enter", "open", "Open", "Open the host under the cursor"),
     Key("fleet-close", "escape,f", "close", "Back", "Back to the host view"),
 )

@@ -89,6 +89,12 @@ def test_fleet_view_with_five_hosts(snap_compare) -> None:  # type: ignore[no-un
     assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after("f"))
 
 
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_fleet_view_at_other_sizes(snap_compare, size) -> None:  # type: ignore[no-untyped-def]
+    """80x24: cc and driver/CUDA whole, the rest cut or scrolled; 200x50: extra columns."""
+    assert snap_compare(app_for(*FIVE), terminal_size=size, run_before=after("f"))
+
+
 def test_help_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """?: every key as mapped, with what it does."""
     assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after("question_mark"))

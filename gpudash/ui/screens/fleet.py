@@ -41,6 +41,7 @@ class FleetScreen(Screen[str | None]):
         self._order = list(order)
         self._results = dict(results)
         self._sort: int | None = None  # index into COLUMNS; None = config order
+        self._reverse = False
         self._usual: list[str | None] = []  # each column's majority, as last drawn
         self._fleet = FleetRows()  # the app's, once mounted
 
@@ -49,7 +50,10 @@ class FleetScreen(Screen[str | None]):
         labels = [Text(c.label, style="bold") for c in COLUMNS]
         floors = [c.floor for c in COLUMNS]
         first = [i for i, c in enumerate(COLUMNS) if c.gives_first]
-        yield FleetTable(labels, self._row_cells, floors=floors, first=first, id="fleet-table")
+        extras = [i for i, c in enumerate(COLUMNS) if c.extra]
+        yield FleetTable(
+            labels, self._row_cells, floors=floors, first=first, extras=extras, id="fleet-table"
+        )
         yield Footer()
 
     def _title(self) -> Text:
@@ -64,6 +68,8 @@ class FleetScreen(Screen[str | None]):
         title.append(
             "config order" if self._sort is None else COLUMNS[self._sort].label, style="bold"
         )
+        if self._reverse:
+            title.append(" reversed", style="bold")
         title.append(" · highlighted: differs from most hosts", style="dim")
         return title
 
@@ -131,7 +137,15 @@ class FleetScreen(Screen[str | None]):
                 return (order.get(host, len(order)),)
             return (value_sort_key(values[host][column]), order.get(host, len(order)))
 
-        self.query_one(FleetTable).sort(key)
+        table = self.query_one(FleetTable)
+        if self._reverse:  # unreported values stay last either way
+            ordered = sorted(table.rows, key=key)
+            known = [h for h in ordered if column is None or values[h][column] is not None]
+            unknown = ordered[len(known) :]  # `value_sort_key` puts them at the end
+            rank = {h: i for i, h in enumerate([*reversed(known), *unknown])}
+            table.sort(rank.__getitem__)
+        else:
+            table.sort(key)
         self.query_one("#fleet-title", Static).update(self._title())
 
     def action_sort(self) -> None:
@@ -139,9 +153,17 @@ class FleetScreen(Screen[str | None]):
         self._sort = None if nxt >= len(COLUMNS) else nxt
         self._apply_sort()
 
+    def action_reverse(self) -> None:
+        self._reverse = not self._reverse
+        self._apply_sort()
+
     @on(FleetTable.HeaderSelected)
     def _header(self, event: FleetTable.HeaderSelected) -> None:
-        self._sort = event.column
+        """A header sorts by its column; the sorted column's header reverses it."""
+        if self._sort == event.column:
+            self._reverse = not self._reverse
+        else:
+            self._sort, self._reverse = event.column, False
         self._apply_sort()
 
     @on(FleetTable.RowSelected)
