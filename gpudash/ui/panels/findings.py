@@ -162,9 +162,17 @@ class FindingsPanel(Panel):
         self._narrow = False  # as last drawn
 
     def show(self, host: HostResult) -> None:
-        if host.findings is self._findings and host.name == self._host:
-            return
         findings = tuple(host.findings)
+        interim = not findings and host.state is HostState.PROBING and bool(host.sections)
+        if host.findings is self._findings and host.name == self._host and not interim:
+            return
+        if interim:  # the round is not over: what the sections already in say
+            from gpudash.ui.interim import interim_findings
+
+            findings = interim_findings(host, getattr(self.app, "config", None))
+        self.border_subtitle = (
+            f"so far: {host.done}/{host.sections_total} sections" if interim else ""
+        )
         self._host = host.name
         had_fix = bool(fixable(self._findings))
         if findings and findings == self._findings:
