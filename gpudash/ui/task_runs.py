@@ -51,6 +51,29 @@ class Run:
         return (now if now is not None else time.monotonic()) - self.started
 
 
+@dataclass(frozen=True)
+class EarlierRun:
+    """A run that ended before this app started, found in the host's job dirs after a
+    restart: listed again with how it ended (the app's own event, not the core's)."""
+
+    host: str
+    task: str
+    state: str  # ok failed cancelled lost
+    rc: int | None
+    run: str | None
+
+
+def run_began(run_id: str | None) -> float | None:
+    """When a run started (time.time()), from its id ('20260103T141502-a1b2c3', local time:
+    `gpudash.tasks.jobs.new_run_id`); None when the id says nothing."""
+    if not run_id:
+        return None
+    try:
+        return time.mktime(time.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%S"))
+    except (ValueError, OverflowError):
+        return None
+
+
 def fold(run: Run, event: object) -> None:
     """Apply one core event to `run` (in place: the app owns runs, one handler touches them)."""
     if isinstance(event, ev.TaskQueued):
@@ -58,6 +81,9 @@ def fold(run: Run, event: object) -> None:
     elif isinstance(event, ev.TaskStarted):
         run.state = "running"
         run.started = time.monotonic()
+        began = run_began(event.run) if event.attached else None
+        if began is not None:  # re-attached: elapsed since the run began, not since attach
+            run.started -= max(0.0, time.time() - began)
         run.attached = event.attached
         run.log_path = event.log_path
         run.detail = "attached to the run already going" if event.attached else ""
@@ -80,6 +106,9 @@ def fold(run: Run, event: object) -> None:
         run.state, run.elapsed_s = "cancelled", event.elapsed_s or run.elapsed()
     elif isinstance(event, ev.TaskLost):
         run.state, run.detail = "lost", event.reason
+    elif isinstance(event, EarlierRun):
+        run.state, run.rc, run.started, run.elapsed_s = event.state, event.rc, None, None
+        run.detail = f"earlier run {event.run or ''}: its log is in the job dir on the host"
     if not run.active:
         run.cancelling = False
         if run.elapsed_s is None and run.started is not None:

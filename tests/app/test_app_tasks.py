@@ -278,6 +278,50 @@ async def test_after_a_restart_the_app_finds_the_running_job_and_follows_it(
     assert sleeping(marker) == []
 
 
+async def test_after_a_restart_elapsed_counts_from_the_start_earlier_runs_list_and_a_marker(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    """A run re-attached after a restart shows the time since it began (not since attach),
+    the host's earlier finished runs are listed again from its job dirs, and the host list
+    marks the host while a task runs there."""
+    marker = f"{uuid.uuid4().int % 100000}.85"
+    config = ssh_config(sshd, [fake_host], marker)
+    first = create_app(config)
+    async with first.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "2")  # boom: fails rc=3
+        await until(pilot, state_is(first, "h0", "boom", "failed"), timeout=20)
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(first.screen, ConfirmTask))
+        await pilot.press("y")
+        await until(pilot, state_is(first, "h0", "sleepy", "running"), timeout=20)
+        begun = time.monotonic()
+        await pilot.press("escape")
+        await until(pilot, lambda: "⚙ h0" in screen_text(first))  # a task runs on h0
+        await pilot.pause(2.5)
+        await pilot.press("q")
+        await until(pilot, lambda: first._exit_renderables is not None or not first.is_running)
+    second = create_app(config)
+    async with second.run_test(size=SIZE) as pilot:
+        await until(pilot, state_is(second, "h0", "sleepy", "running"), timeout=20)
+        run = run_of(second, "h0", "sleepy")
+        assert run.elapsed() >= time.monotonic() - begun - 1.5  # since it began, ±1 s id
+        await until(pilot, state_is(second, "h0", "boom", "failed"), timeout=20)
+        assert run_of(second, "h0", "boom").rc == 3
+        await until(pilot, lambda: "⚙ h0" in screen_text(second))
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(second.screen, TasksScreen))
+        await until(pilot, lambda: "failed rc=3" in screen_text(second))
+        await until(pilot, lambda: "earlier run" in screen_text(second))
+        table = second.screen.query_one("#runs", DataTable)
+        await pilot.press("g", *["j"] * table.get_row_index("h0\tsleepy"))  # to its row
+        await until(pilot, lambda: second.screen.selected_run is run)
+        await pilot.press("x", "y")
+        await until(pilot, state_is(second, "h0", "sleepy", "cancelled"), timeout=30)
+        await pilot.press("escape")
+        await until(pilot, lambda: "⚙ h0" not in screen_text(second))
+    assert sleeping(marker) == []
+
+
 # ---- findings ------------------------------------------------------------------------------
 
 

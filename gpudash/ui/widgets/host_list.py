@@ -32,12 +32,18 @@ def _fit(text: Text, width: int) -> Text:
 MARK = "▸"
 """Drawn before a marked host's name: task keys run on every marked host."""
 
+RUNNING = "⚙"
+"""Drawn before the name of a host with a task running (the tasks screen, `b`, shows it)."""
 
-def row(result: HostResult, width: int = 24, marked: bool = False) -> Text:
-    """Two lines, each cut to `width`: '● name' and 'state · 8× H100' ('▸' when marked)."""
+
+def row(result: HostResult, width: int = 24, marked: bool = False, running: bool = False) -> Text:
+    """Two lines, each cut to `width`: '● name' and 'state · 8× H100' ('▸' when marked,
+    '⚙' while a task runs there)."""
     first = Text.assemble(glyph(result), " ")
     if marked:
         first.append(MARK + " ", style="bold reverse")
+    if running:
+        first.append(RUNNING + " ", style="bold yellow")
     first.append(remote(result.name, style="bold"))
     badge = findings_text(
         result, compact=True
@@ -86,14 +92,13 @@ class HostList(OptionList):
         self._results = dict(results)
         self._needle = ""
         self._marked: frozenset[str] = frozenset()
+        self._task_hosts: frozenset[str] = frozenset()
         self._row_width = 24
         super().__init__(*self._build_options(), **kw)  # type: ignore[arg-type]
 
     def _build_options(self) -> list[Option]:
         return [
-            Option(row(self._results[h.name], self._row_width, h.name in self._marked), id=h.name)
-            for h in self._hosts
-            if matches(h, self._needle)
+            Option(self._row(h.name), id=h.name) for h in self._hosts if matches(h, self._needle)
         ]
 
     def on_resize(self) -> None:
@@ -101,9 +106,7 @@ class HostList(OptionList):
         if width != self._row_width:
             self._row_width = width
             for name in self.visible:
-                self.replace_option_prompt(
-                    name, row(self._results[name], width, name in self._marked)
-                )
+                self.replace_option_prompt(name, self._row(name))
 
     @property
     def visible(self) -> list[str]:
@@ -114,9 +117,7 @@ class HostList(OptionList):
         self._results[result.name] = result
         host = self._by_name.get(result.name)
         if host is not None and matches(host, self._needle):  # not `visible`: O(1) per event
-            self.replace_option_prompt(
-                result.name, row(result, self._row_width, result.name in self._marked)
-            )
+            self.replace_option_prompt(result.name, self._row(result.name))
 
     def set_marked(self, names: set[str]) -> None:
         """Redraw the rows whose mark changed."""
@@ -124,9 +125,22 @@ class HostList(OptionList):
         self._marked = frozenset(names)
         for name in self.visible:
             if name in changed:
-                self.replace_option_prompt(
-                    name, row(self._results[name], self._row_width, name in self._marked)
-                )
+                self.replace_option_prompt(name, self._row(name))
+
+    def _row(self, name: str) -> Text:
+        return row(
+            self._results[name], self._row_width, name in self._marked, name in self._task_hosts
+        )
+
+    def set_running(self, names: set[str]) -> None:
+        """Redraw the rows whose running-task marker changed."""
+        changed = self._task_hosts ^ frozenset(names)
+        if not changed:
+            return
+        self._task_hosts = frozenset(names)
+        for name in self.visible:
+            if name in changed:
+                self.replace_option_prompt(name, self._row(name))
 
     def set_filter(self, needle: str) -> None:
         if needle == self._needle:
