@@ -32,15 +32,51 @@ class Facts:
     driver_cuda: str | None = None
     ccs: tuple[str, ...] = ()
     known: bool = False
+    offline: str | None = None
+    """Why the probe's network check reached none of the named sites ("cannot reach pypi.org,
+    github.com: name resolution failed"), or None when it reached one or did not look."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
-        """From a `gpudash.model.HostResult` (its `gpus` section), or unknown."""
+        """From a `gpudash.model.HostResult` (its `gpus` and `network` sections), or unknown."""
+        offline = _offline(result.data("network")) if result is not None else None
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
-            return cls()
+            return cls(offline=offline)
         ccs = tuple(g.cc for g in getattr(gpus, "gpus", ()) if g.cc)
-        return cls(getattr(gpus, "cuda_version", None), ccs, known=True)
+        return cls(getattr(gpus, "cuda_version", None), ccs, known=True, offline=offline)
+
+
+def _offline(network: object) -> str | None:
+    """One line when every named target failed (IP literals, e.g. a test's 127.0.0.1, say
+    nothing about the internet): the DNS failure when that is what it was, else the first
+    error. None when any target answered, or none is named."""
+    named = [t for t in getattr(network, "targets", ()) if t.host and t.dns_ok is not None]
+    if not named or any(t.ok for t in named):
+        return None
+    hosts = ", ".join(dict.fromkeys(t.host for t in named))
+    if all(t.dns_ok is False for t in named):
+        why = "name resolution failed"
+    else:
+        why = next((t.error for t in named if t.error), None) or "no answer"
+    return f"cannot reach {hosts}: {why}"
+
+
+DOWNLOADS = ("uv", "pip", "torch", "serving")
+"""Kinds that fetch from the internet (PyPI, astral.sh, download.pytorch.org) unless an index
+or local wheels are given: on a host the probe found offline they stop before sending."""
+
+
+def _check_network(spec: TaskSpec, facts: Facts) -> None:
+    if facts.offline is None or spec.kind not in DOWNLOADS:
+        return
+    params = spec.params
+    if params.get("index_url") or params.get("find_links") or params.get("no_index"):
+        return  # a mirror or local wheels: the public internet is not needed
+    way = "set https_proxy" + (", or install uv by hand" if spec.kind == "uv" else "")
+    if spec.kind == "pip":
+        way += ", or use params.index_url / find_links"
+    raise PrepareError(f"{spec.name}: {facts.offline} (the probe's network check): {way}")
 
 
 @dataclass(frozen=True)
@@ -86,6 +122,7 @@ def prepare(
     spec: TaskSpec, facts: Facts | None = None, environ: Mapping[str, str] = os.environ
 ) -> Prepared:
     facts = facts or Facts()
+    _check_network(spec, facts)
     kind = spec.kind_def
     params = dict(spec.params)
     env: dict[str, str] = {}

@@ -74,6 +74,19 @@ def run_began(run_id: str | None) -> float | None:
         return None
 
 
+def last_line(run: Run) -> str:
+    """The run's last non-blank line of output, cut to a table cell's worth."""
+    for line in (run.partial, *reversed(run.lines)):
+        if line.strip():
+            text = line.strip()
+            return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"
+    return ""
+
+
+NOTE_CHARS = 120
+"""The longest note the Runs table shows (the log pane has the whole line)."""
+
+
 def fold(run: Run, event: object) -> None:
     """Apply one core event to `run` (in place: the app owns runs, one handler touches them)."""
     if isinstance(event, ev.TaskQueued):
@@ -102,6 +115,8 @@ def fold(run: Run, event: object) -> None:
         run.state = "ok" if event.ok else "failed"
         run.rc, run.elapsed_s = event.rc, event.elapsed_s
         run.detail = "timed out" if event.timed_out else ""
+        if not event.ok and not event.timed_out:
+            run.detail = last_line(run)  # why it failed, as a rule: in the Runs table's note
     elif isinstance(event, ev.TaskCancelled):
         run.state, run.elapsed_s = "cancelled", event.elapsed_s or run.elapsed()
     elif isinstance(event, ev.TaskLost):
@@ -143,7 +158,7 @@ def state_text(run: Run, now: float | None = None) -> Text:
     """'running 12s', 'failed rc=2', 'skipped (already done)', 'ok 3.2s'."""
     word = run.state
     if run.state == "failed":
-        word = f"failed rc={run.rc}" + (" (timed out)" if run.detail else "")
+        word = f"failed rc={run.rc}" + (" (timed out)" if run.detail == "timed out" else "")
     elif run.state == "skipped":
         word = "skipped (already done)" if "already done" in run.detail else "skipped"
     elif run.state == "running" and run.cancelling:

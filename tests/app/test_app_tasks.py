@@ -510,3 +510,54 @@ async def test_a_fix_key_carries_the_findings_parameters_into_the_task() -> None
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         text = screen_text(app)
         assert "box: model" in text and "GPUDASH_REPO=acme/tiny-model-7b" in text
+
+
+async def test_uv_on_a_host_the_probe_found_offline_stops_with_the_cause_in_one_line(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    """The probe could not resolve any named site: the uv task is blocked before anything
+    is sent, its note names the cause and the way out (not "no usable pip", then
+    "uv: not found", rc 127)."""
+    host = sshd.host_config(fake_host, network_targets=("https://pypi.invalid/simple/",))
+    app = create_app(Config(None, (host,), tasks=load_tasks({})))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app), timeout=30)
+        target = app.results["h0"].data("network").targets[0]
+        assert target.dns_ok is False, target  # the probe's own finding, on the host
+        await open_tasks_and_run(pilot, "u")
+        await until(pilot, state_is(app, "h0", "uv", "blocked"), timeout=20)
+        note = run_of(app, "h0", "uv").detail
+        assert note == (
+            "uv: cannot reach pypi.invalid: name resolution failed (the probe's network"
+            " check): set https_proxy, or install uv by hand"
+        )
+        assert "cannot reach pypi.invalid: name resolution failed" in screen_text(app)
+
+
+async def test_a_failed_runs_last_line_is_its_note_and_long_log_lines_wrap(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    cause = "error: the actual cause is at the very end of this line"
+    long_line = "x" * 180 + " " + cause
+    tasks = {
+        "long": {
+            "title": "long",
+            "kind": "script",
+            "key": "1",
+            "run": (
+                f"echo '{long_line}'\necho 'curl: (6) Could not resolve host: astral.sh'\nexit 6\n"
+            ),
+        }
+    }
+    host = sshd.host_config(fake_host, network_targets=NET)
+    app = create_app(Config(None, (host,), tasks=load_tasks(tasks)))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "1")
+        await until(pilot, state_is(app, "h0", "long", "failed"), timeout=20)
+        assert run_of(app, "h0", "long").detail == "curl: (6) Could not resolve host: astral.sh"
+        await until(pilot, lambda: "Could not resolve host: astral.sh" in screen_text(app))
+        rows = screen_text(app)
+        assert "failed rc=6" in rows
+        # the log pane wraps: the end of the 240-character line is on a 100-column screen
+        await until(pilot, lambda: "the very end of this line" in screen_text(app))
+        assert app.screen.query_one(LogPane).text_lines[0] == long_line
