@@ -149,7 +149,12 @@ class FleetScreen(Screen[str | None]):
         self.query_one("#fleet-title", Static).update(self._title())
 
     def action_sort(self) -> None:
+        """The next column on screen (an extra column there is no room for is skipped),
+        then back to config order."""
+        shown = self.query_one(FleetTable).shown_widths
         nxt = 0 if self._sort is None else self._sort + 1
+        while nxt < len(COLUMNS) and shown[nxt] is None:
+            nxt += 1
         self._sort = None if nxt >= len(COLUMNS) else nxt
         self._apply_sort()
 
