@@ -1,6 +1,11 @@
 """Hosts sharing a tag should be alike: a host whose GPU count, GPU model, driver, CUDA, nvcc,
 torch or NVLink summary differs from its group's majority gets a warn naming the difference
-("driver 570.124.06 here, 580.159.04 on 7 others")."""
+("driver 570.124.06 here, 580.159.04 on 7 others").
+
+Two hosts sharing a tag have no majority, yet a 1x and an 8x H200 both tagged `h200` are
+exactly what a tag is meant to catch: each gets the warn, naming the other ("GPU count 1
+here, 8 on gpu2, the other host tagged 'h200'"). An `[expect]` key for the trait wins over
+both rules: the expect check judges that trait against the config, not against peers."""
 
 from __future__ import annotations
 
@@ -9,6 +14,16 @@ from collections import Counter
 from gpudash.checks.context import Context
 from gpudash.checks.finding import Fact, Finding, Severity
 from gpudash.checks.groups import TRAITS, Groups, traits
+
+_EXPECTED_BY = {  # trait -> the Expect fields that, when set, judge it instead
+    "gpus": ("gpus",),
+    "gpu_model": ("gpu_name",),
+    "driver": ("driver",),
+    "cuda": ("cuda",),
+    "nvcc": ("nvcc",),
+    "torch": ("torch",),
+    "nvlink": ("nvlink", "min_nvlink"),
+}
 
 _LABEL = {
     "gpus": "GPU count",
@@ -33,11 +48,20 @@ def check(ctx: Context) -> list[Finding]:
     mine = traits(ctx.result)
     own = groups.member(host.name)  # this host's own share of the counts, taken out below
     out: list[Finding] = []
-    done: set[str] = set()
+    expect = ctx.expect
+    done: set[str] = {
+        trait
+        for trait, keys in _EXPECTED_BY.items()
+        if expect is not None and any(getattr(expect, k) is not None for k in keys)
+    }
     for tag in host.tags:
         inside = own is not None and tag in own[0]
-        if groups.size(tag) - inside < 2:
-            continue  # one other host is a pair, not a majority
+        others = [n for n in groups.members(tag) if n != host.name]
+        if len(others) == 1:
+            out += _pair(tag, others[0], mine, groups, done)
+            continue
+        if len(others) < 2:
+            continue
         for trait in TRAITS:
             if trait in done or mine[trait] is None:
                 continue
@@ -65,6 +89,36 @@ def check(ctx: Context) -> list[Finding]:
                     facts=_facts(tag, trait, mine[trait], values, total),
                 )
             )
+    return out
+
+
+def _pair(
+    tag: str, other: str, mine: dict[str, str | None], groups: Groups, done: set[str]
+) -> list[Finding]:
+    """Two hosts sharing `tag`: each trait both answered that differs, naming the other."""
+    theirs = groups.member(other)
+    if theirs is None:
+        return []
+    out = []
+    for trait in TRAITS:
+        here, there = mine[trait], theirs[1][trait]
+        if trait in done or here is None or there is None or here == there:
+            continue
+        done.add(trait)
+        label = _LABEL[trait]
+        out.append(
+            Finding(
+                Severity.WARN,
+                f"compare.{trait}",
+                f"{label} {here} here, {there} on {other}, the other host tagged {tag!r}",
+                why="Hosts with the same tag are meant to be interchangeable; a different "
+                f"{label} behaves differently under the same launch command. With two hosts "
+                "there is no majority: either may be the odd one.",
+                fix=f"Bring the two hosts' {label} in line (or re-tag one, or set it in "
+                f"[expect.{tag}] to say which is right).",
+                facts={"tag": tag, "trait": trait, "here": here, "other": other, "there": there},
+            )
+        )
     return out
 
 

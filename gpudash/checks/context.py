@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
-from gpudash.checks.versions import Version, parse_version
-from gpudash.model import HostResult, SectionResult
+from gpudash.model import NOT_SAVED, HostResult, SectionResult
 from gpudash.probe.registry import SECTION_NAMES
+from gpudash.versions import Version, parse_version
 
 if TYPE_CHECKING:
     from gpudash.checks.finding import Finding
@@ -136,6 +136,8 @@ class Context:
             section = self.result.sections.get(name)
             if section is None and not self.result.sections:
                 continue  # nothing probed yet
+            if section is not None and section.error == NOT_SAVED:
+                continue  # a replay of a capture older than the section: its panel says so
             hung = hung_tool(section) if section is not None else None
             if hung is not None:
                 out.append(hung)

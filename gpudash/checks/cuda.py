@@ -9,16 +9,10 @@ an older X.z. Across major versions there is no such rule: a CUDA 13 build needs
 
 from __future__ import annotations
 
-from gpudash.checks.versions import Version, compare, parse_version, short
-
-# CUDA major -> the minimum driver for minor-version compatibility across that family
-# (Linux x86_64; release notes table "CUDA Toolkit and Minimum Required Driver Version for
-# CUDA Minor Version Compatibility"; 13.x: ">= 580", the 13.0 GA driver being 580.65.06).
-MVC_MIN_DRIVER: dict[int, str] = {
-    11: "450.80.02",
-    12: "525.60.13",
-    13: "580.65.06",
-}
+# CUDA major -> the minimum driver for minor-version compatibility: one table, with its
+# sources, in the facts.
+from gpudash.checks.facts.cuda_driver import MVC_MIN_DRIVER
+from gpudash.versions import Version, compare, parse_version, short
 
 # The driver each toolkit release shipped with (release notes, "CUDA Toolkit and
 # Corresponding Driver Versions", Linux x86_64): the newest CUDA a driver supports natively.

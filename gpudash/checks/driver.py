@@ -2,7 +2,8 @@
 
 A CUDA X.y toolkit's binaries run natively on a driver that supports CUDA X.y or newer, and
 through minor-version compatibility on any driver of at least the X family minimum (see
-gpudash.checks.cuda) — except that PTX from a newer toolkit cannot be JIT-compiled by an
+gpudash.checks.facts.cuda_driver, read through gpudash.checks.stack.driver_path) — except
+that PTX from a newer toolkit cannot be JIT-compiled by an
 older driver, which is exactly what JIT kernel libraries (FlashInfer, Triton extensions,
 torch cpp_extension builds) rely on.
 """
@@ -10,9 +11,10 @@ torch cpp_extension builds) rely on.
 from __future__ import annotations
 
 from gpudash.checks.context import Context
-from gpudash.checks.cuda import can_run, driver_cuda, min_driver_for
+from gpudash.checks.cuda import driver_cuda
 from gpudash.checks.finding import Finding, Severity
-from gpudash.checks.versions import parse_version, short
+from gpudash.checks.stack import driver_path, min_driver
+from gpudash.versions import parse_version, short
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -38,10 +40,12 @@ def check(ctx: Context) -> list[Finding]:
             "driver_cuda": short(native) if native else None,
             "driver_cuda_from": source,
         }
-        verdict = can_run(release, driver, native)
+        cuda = (release[0], release[1] if len(release) > 1 else 0)
+        path, _ = driver_path(cuda, ctx.driver_version, ctx.reported_cuda)
+        verdict = {"native": "native", "mvc": "minor", "none": "no"}.get(path, "unknown")
         supports = f"CUDA {short(native)}" if native else "an unknown CUDA"
         if verdict == "no":
-            minimum = min_driver_for(release)
+            minimum = min_driver(cuda)
             need = f">= {minimum}" if minimum else f"supporting CUDA {nvcc.release}"
             out.append(
                 Finding(

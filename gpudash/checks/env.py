@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpudash.checks.context import Context
 from gpudash.checks.finding import Finding, Severity
-from gpudash.checks.versions import at_least, short
+from gpudash.versions import at_least, short
 
 MIN_PYTHON = (3, 10)
 ENGINES = ("sglang", "vllm")

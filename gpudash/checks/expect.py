@@ -10,8 +10,8 @@ from typing import Any
 
 from gpudash.checks.context import Context
 from gpudash.checks.finding import Finding, Severity
-from gpudash.checks.versions import parse_version
 from gpudash.config.expect import Expect, ExpectedModel
+from gpudash.versions import parse_version
 
 _CONFIG = "The config's `expect` says so: a host that differs is not the machine it should be."
 

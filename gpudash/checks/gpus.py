@@ -27,6 +27,22 @@ def check(ctx: Context) -> list[Finding]:
             )
         ]
     out: list[Finding] = []
+    no_cc = [g for g in data.gpus if not g.cc and not g.error]  # gpus.err covers ERR!
+    if no_cc:
+        out.append(
+            Finding(
+                Severity.WARN,
+                "gpus.no_cc",
+                "compute capability unknown for GPU "
+                + ", ".join(f"{g.index} ({g.name or '?'})" for g in no_cc),
+                why="Neither the driver (compute_cap), the PCI device id nor the name told it: "
+                "which torch and engine wheels have kernels for this GPU cannot be said, and "
+                "the torch task will not guess an index.",
+                fix="Run `nvidia-smi --query-gpu=name,compute_cap,pci.device_id --format=csv` "
+                'on the host; set the torch task\'s cuda = "cuNNN" by hand meanwhile.',
+                facts={"gpus": [g.index for g in no_cc], "names": [g.name for g in no_cc]},
+            )
+        )
     broken = [g.index for g in data.gpus if g.error]
     if broken:
         out.append(

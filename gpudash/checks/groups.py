@@ -75,6 +75,10 @@ class Groups:
     def size(self, tag: str) -> int:
         return len(self._holders.get(tag, {}).get("", {}).get("", ()))
 
+    def members(self, tag: str) -> list[str]:
+        """The comparable hosts tagged `tag`, sorted by name."""
+        return sorted(self._holders.get(tag, {}).get("", {}).get("", ()))
+
     def counts(self, tag: str, trait: str) -> Counter[str]:
         held = self._holders.get(tag, {}).get(trait, {})
         return Counter({value: len(names) for value, names in held.items() if names})
@@ -100,6 +104,7 @@ class Groups:
         old = self._members.pop(name, None)
         touched = set(tags) | set(old[0] if old else ())
         before = {t: self._state(t) for t in touched}
+        size_before = {t: self.size(t) for t in touched}
         if old is not None:
             for tag in old[0]:
                 for trait, value in [("", ""), *old[1].items()]:
@@ -127,10 +132,12 @@ class Groups:
                     continue
                 held = self._holders.get(tag, {}).get(trait, {})
                 flipped = (was and was[0]) != (now and now[0])
+                paired = self.size(tag) <= 2 or size_before[tag] <= 2
                 for value, names in held.items():
                     # a new majority value (or none) can flip anyone; otherwise only the
-                    # odd ones' findings change (they quote the group's counts)
-                    if flipped or (now is not None and value != now[0]):
+                    # odd ones' findings change (they quote the group's counts); in a pair
+                    # (before or after) each host's finding names the other's value
+                    if flipped or paired or (now is not None and value != now[0]):
                         affected |= names
                 affected |= self._outside.get(tag, set())
         affected.discard(name)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.cli.errors import ExitCode
-from gpudash.cli.hosts import add_config_option, replayed, require_hosts, with_peers
+from gpudash.cli.hosts import add_config_option, add_selection, replayed, select_hosts, with_peers
 from gpudash.config.model import Config
 from gpudash.model import Event, HostResult, ProbeFinished
 
@@ -33,7 +33,10 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check = sub.add_parser("check", help="probe hosts and list what is wrong with them")
-    check.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to check (default: all)")
+    check.add_argument(
+        "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
+    )
+    add_selection(check)
     check.add_argument("--json", action="store_true", help="print one JSON document")
     check.add_argument("--all", action="store_true", help="also list ok findings")
     check.add_argument("--replay", metavar="DIR", help="check a --save directory, no connecting")
@@ -43,7 +46,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _check(args: argparse.Namespace) -> ExitCode:
     config = replayed(args)
-    names = [h.name for h in require_hosts(config, args.hosts)]
+    config, hosts = select_hosts(config, args.hosts, args.tags)
+    names = [h.name for h in hosts]
     found = asyncio.run(_check_streaming(config, names, args))
     failed = any(f.severity is Severity.FAIL for fs in found.values() for f in fs)
     return ExitCode.FAILED if failed else ExitCode.OK
@@ -144,7 +148,9 @@ def write_json(found: dict[str, tuple[Finding, ...]], out: TextIO) -> None:
             }
         )
     failed = any(h["worst"] == "fail" for h in hosts)
-    json.dump({"ok": not failed, "hosts": hosts}, out, indent=2)
+    from gpudash.checks.facts import FACTS_DATE
+
+    json.dump({"ok": not failed, "facts_date": FACTS_DATE, "hosts": hosts}, out, indent=2)
     out.write("\n")
 
 

@@ -1,20 +1,29 @@
 """Which config and which hosts a command talks to: `--config`, `--replay` and host arguments.
 
-Every command that takes host names checks them with `require_hosts`, so an unknown host reads
-the same everywhere: one line naming it, the config it is not in, the nearest name, the hosts.
+Every command that takes hosts selects them with `select_hosts`, so selection reads the same
+everywhere. A HOST argument is one of:
+  - a configured host's name;
+  - a shell-style glob over the names (`'b300-*'`, `'gpu[1-4]'`: fnmatch, case-sensitive);
+  - an ad-hoc target `user@host[:port]` (or `host:port`) that no config entry names: reached
+    with the config's [defaults]-free settings and ~/.ssh/config, as `ssh user@host` would.
+`--tag TAG` (repeatable) adds every host carrying any of the tags. An unknown name, a glob or
+tag that matches nothing: one line naming it, the config, the nearest name, the choices.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpudash.cli.errors import UsageError
 from gpudash.config.model import Config, HostConfig
 from gpudash.saved import load_host, saved_hosts
+from gpudash.text import clean_line
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -42,11 +51,16 @@ def replay_config(root: Path) -> Config:
     if not dirs:
         raise UsageError(f"{root}: no saved hosts in it (no */meta.json)")
     hosts = []
+    seen: dict[str, Path] = {}
     for directory in dirs:
         try:
-            name = load_host(directory).host
+            # The label is the capture's own word: cleaned (no OSC 52, no U+202E) and capped.
+            name = clean_line(load_host(directory).host)[:200] or directory.name
         except (OSError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(clean_line(str(exc))) from None
+        if name in seen:
+            raise UsageError(f"{directory} and {seen[name]} both say they are host {name!r}")
+        seen[name] = directory
         hosts.append(
             HostConfig(name=name, transport="replay", address=name, replay_dir=str(directory))
         )
@@ -74,24 +88,105 @@ def replayed(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, hosts=hosts)
 
 
-def require_hosts(config: Config, names: Sequence[str]) -> list[HostConfig]:
-    """The hosts `names` name, in that order and each once; no names: every host.
+def add_selection(parser: argparse.ArgumentParser) -> None:
+    """`--tag TAG`, repeatable: every host carrying any of the tags."""
+    parser.add_argument(
+        "--tag",
+        dest="tags",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="hosts carrying this tag (repeatable: any of them)",
+    )
 
-    The first name the config lacks is a UsageError: `unknown host 'gpu9' in FILE (did you
-    mean 'gpu1'?) (hosts: gpu1, gpu2)`, the hosts in the config's order."""
-    if not names:
-        return list(config.hosts)
+
+_GLOB = re.compile(r"[*?\[]")
+_TARGET = re.compile(r"^(?:(?P<user>[^@\s]+)@)?(?P<host>[A-Za-z0-9_.-]+)(?::(?P<port>\d{1,5}))?$")
+
+
+def _target(word: str) -> HostConfig | None:
+    """An ad-hoc `user@host[:port]` / `host:port` target, or None when `word` is not one."""
+    if "@" not in word and ":" not in word:
+        return None
+    match = _TARGET.match(word)
+    if match is None:
+        return None
+    port = int(match["port"]) if match["port"] else None
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"{word!r}: port {port} is out of range (1-65535)")
+    return HostConfig(name=word, address=match["host"], user=match["user"], port=port)
+
+
+def select_hosts(
+    config: Config, names: Sequence[str], tags: Sequence[str] = ()
+) -> tuple[Config, list[HostConfig]]:
+    """The hosts `names` and `tags` select (no names and no tags: every host), each once:
+    named ones in the order given, a glob's or tag's matches in config order. The config
+    comes back with the ad-hoc targets added, so the fleet can reach them by name."""
+    if not names and not tags:
+        return config, list(config.hosts)
     by_name = {h.name: h for h in config.hosts}
+    where = config.path or "the default config"
+    chosen: dict[str, HostConfig] = {}
+    extra: list[HostConfig] = []
     for name in names:
-        if name not in by_name:
-            # Here, not at the top: a probe of a replay dir otherwise never imports the schema.
-            from gpudash.config.values import suggest
+        if name in by_name:
+            chosen.setdefault(name, by_name[name])
+        elif _GLOB.search(name):
+            matched = [h for h in config.hosts if fnmatch.fnmatchcase(h.name, name)]
+            if not matched:
+                listed = ", ".join(by_name) or "none"
+                raise UsageError(f"no host in {where} matches {name!r} (hosts: {listed})")
+            for host in matched:
+                chosen.setdefault(host.name, host)
+        elif (target := _target(name)) is not None:
+            if name not in chosen:
+                chosen[name] = target
+                extra.append(target)
+        else:
+            raise UsageError(_unknown("host", name, list(by_name), where))
+    known_tags = list(dict.fromkeys(t for h in config.hosts for t in h.tags))
+    for tag in tags:
+        tagged = [h for h in config.hosts if tag in h.tags]
+        if not tagged:
+            raise UsageError(_unknown("tag", tag, known_tags, where))
+        for host in tagged:
+            chosen.setdefault(host.name, host)
+    if extra:
+        config = dataclasses.replace(config, hosts=(*config.hosts, *extra))
+    return config, list(chosen.values())
 
-            where = config.path or "the default config"
-            near = suggest(name, list(by_name))
-            listed = ", ".join(by_name) or "none"
-            raise UsageError(f"unknown host {name!r} in {where}{near} (hosts: {listed})")
-    return [by_name[name] for name in dict.fromkeys(names)]
+
+def _unknown(what: str, word: str, choices: list[str], where: str) -> str:
+    # Here, not at the top: a probe of a replay dir otherwise never imports the schema.
+    from gpudash.config.values import suggest
+
+    listed = ", ".join(choices) or "none"
+    near = suggest(word, choices)
+    if not near and what == "host":
+        near = " (an ad-hoc target is user@host[:port])"
+    return f"unknown {what} {word!r} in {where}{near} ({what}s: {listed})"
+
+
+def require_hosts(config: Config, names: Sequence[str]) -> list[HostConfig]:
+    """The configured hosts `names` name or match (see `select_hosts`); no names: every host.
+    Ad-hoc targets are refused here: a caller that can reach them uses `select_hosts`."""
+    widened, hosts = select_hosts(config, names)
+    if widened is not config:
+        adhoc = next(h.name for h in hosts if config.host(h.name) is None)
+        where = config.path or "the default config"
+        raise UsageError(_unknown("host", adhoc, [h.name for h in config.hosts], where))
+    return hosts
+
+
+def one_host(config: Config, name: str) -> tuple[Config, HostConfig]:
+    """The one host a single-host command (report, tasks HOST) names: a name, a glob that
+    matches exactly one host, or an ad-hoc target."""
+    config, hosts = select_hosts(config, [name])
+    if len(hosts) != 1:
+        listed = ", ".join(h.name for h in hosts)
+        raise UsageError(f"{name!r} matches {len(hosts)} hosts ({listed}): name one")
+    return config, hosts[0]
 
 
 def with_peers(config: Config, names: Sequence[str]) -> list[str]:

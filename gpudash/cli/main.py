@@ -45,7 +45,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="gpudash",
         description="Triage and bootstrap GPU machines for LLM inference, over SSH.",
     )
-    parser.add_argument("--version", action="version", version=f"gpudash {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     parser.add_argument("--config", metavar="PATH", help="config file (default: see README)")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name in _command_modules(argv):
@@ -124,3 +124,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return int(ExitCode.USAGE)
+
+
+class _Version(argparse.Action):
+    """`--version` with the date of the stack facts, imported only when asked: a probe must not
+    load the checks package (tests/ssh/test_startup.py)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        from gpudash.checks.facts import FACTS_DATE
+
+        sys.stdout.write(f"gpudash {__version__} (stack facts of {FACTS_DATE})\n")
+        parser.exit()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gpudash.checks import Severity, check_fleet
 from gpudash.cli.errors import ExitCode, UsageError
-from gpudash.cli.hosts import add_config_option, replayed, require_hosts, with_peers
+from gpudash.cli.hosts import add_config_option, one_host, replayed, with_peers
 from gpudash.config.model import Config
 from gpudash.model import HostResult
 
@@ -47,7 +47,7 @@ def _report(args: argparse.Namespace) -> ExitCode:
     from gpudash.report import render_json, render_markdown
 
     config = replayed(args)
-    (host,) = require_hosts(config, [args.host])
+    config, host = one_host(config, args.host)
     names = with_peers(config, [host.name])
     results = asyncio.run(probe_all(config, names))
     findings = check_fleet(config, results, [host.name])[host.name]

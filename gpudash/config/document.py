@@ -14,6 +14,7 @@ from functools import cache
 
 from gpudash.config.expect import Expect, expect_problems, for_host
 from gpudash.config.lines import KeyPath, render_path
+from gpudash.config.ranges import expand
 from gpudash.config.schema import (
     FLEET_KEYS,
     HOST_KEYS,
@@ -148,7 +149,7 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
             continue
         own = check_table(raw, HOST_KEYS, path, report, elsewhere=_FLEET_ONLY)
         if named:
-            hosts.append(_Host(name, own, defaults))
+            hosts += _expanded(name, own, defaults, path, report)
 
     for host in hosts:
         _check_host(host, report)
@@ -206,6 +207,37 @@ def _expect_merged(host: _Host, by_tag: Mapping[str, Expect]) -> dict[str, objec
         own, default = host.own.get("expect"), host.defaults.get("expect")
         fields["expect"] = for_host(default, by_tag, tags, own)  # type: ignore[arg-type]
     return fields
+
+
+def _expanded(
+    name: str,
+    own: dict[str, object],
+    defaults: dict[str, object],
+    path: KeyPath,
+    report: Report,
+) -> list[_Host]:
+    """One host, or the hosts a `name-[01-16]` range names (gpudash.config.ranges)."""
+    names = expand(name)
+    if names is None:
+        return [_Host(name, own, defaults)]
+    if isinstance(names, str):
+        report(path, names)
+        return []
+    address = own.get("address")
+    addresses = expand(address) if isinstance(address, str) else None
+    if isinstance(addresses, str):
+        report((*path, "address"), addresses)
+        return []
+    if addresses is not None and len(addresses) != len(names):
+        report(
+            (*path, "address"),
+            f"its range gives {len(addresses)} addresses for {len(names)} hosts",
+        )
+        return []
+    return [
+        _Host(one, {**own, "address": addresses[i]} if addresses else dict(own), defaults)
+        for i, one in enumerate(names)
+    ]
 
 
 def _check_plain_table(

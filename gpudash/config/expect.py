@@ -37,7 +37,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from gpudash.checks.versions import Spec
 from gpudash.config.lines import KeyPath
 from gpudash.config.values import (
     Check,
@@ -52,6 +51,7 @@ from gpudash.config.values import (
     text,
     toml_type,
 )
+from gpudash.versions import Spec
 
 NVLINK_CHOICES = ("all", "none", "any")
 

@@ -3,8 +3,9 @@ the CLI prints and the app folds into its runs. Frozen, so a consumer can keep o
 
 Per task and host: TaskQueued, then either an end at once (TaskSkipped: its check said done or
 it does not apply; TaskBlocked: a need failed or no script could be made; TaskCancelled;
-TaskLost) or TaskStarted, any number of TaskOutput, and one end (TaskFinished, TaskCancelled
-or TaskLost). `is_end` tells the ends apart; `succeeded` says which count for `needs` and the
+TaskLost) or TaskStarted, any number of TaskOutput, and one end (TaskFinished, TaskCancelled,
+TaskLost, or TaskDetached: only where the caller asked that an attached run never be
+cancelled). `is_end` tells the ends apart; `succeeded` says which count for `needs` and the
 exit code.
 """
 
@@ -93,6 +94,16 @@ class TaskLost:
     reason: str
 
 
+@dataclass(frozen=True)
+class TaskDetached:
+    """The command stopped following a run it had only attached to; the job goes on on the
+    host (`gpudash run` on ctrl+c: attaching never cancels what someone else started)."""
+
+    host: str
+    task: str
+    run: str | None
+
+
 TaskEvent = (
     TaskQueued
     | TaskSkipped
@@ -102,10 +113,11 @@ TaskEvent = (
     | TaskFinished
     | TaskCancelled
     | TaskLost
+    | TaskDetached
 )
 
 
-TaskEnd = TaskSkipped | TaskBlocked | TaskFinished | TaskCancelled | TaskLost
+TaskEnd = TaskSkipped | TaskBlocked | TaskFinished | TaskCancelled | TaskLost | TaskDetached
 """The events that end a task's stream on a host (exactly one per task and host)."""
 
 
@@ -116,4 +128,5 @@ def succeeded(event: TaskEvent) -> bool:
 
 def is_end(event: TaskEvent) -> bool:
     """Whether `event` is a `TaskEnd`."""
-    return isinstance(event, (TaskSkipped, TaskBlocked, TaskFinished, TaskCancelled, TaskLost))
+    ends = (TaskSkipped, TaskBlocked, TaskFinished, TaskCancelled, TaskLost, TaskDetached)
+    return isinstance(event, ends)

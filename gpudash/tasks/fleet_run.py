@@ -67,10 +67,12 @@ async def run_on_host(
     root: str | None = None,
     environ: Mapping[str, str] | None = None,
     peer: Callable[[str], Transport | None] | None = None,
+    keep_attached: bool = False,
 ) -> AsyncIterator[TaskEvent]:
     """`wanted` and their needs on one host, needs first; a failed need blocks its dependents.
 
-    `peer` gives another host's transport by name: a copy task's source.
+    `peer` gives another host's transport by name: a copy task's source. `keep_attached`:
+    `cancel` only detaches from a run that was already going (`runner.run_task`).
     """
     name = host.name
     cancel = cancel or asyncio.Event()
@@ -91,7 +93,11 @@ async def run_on_host(
             yield TaskSkipped(name, task, "does not apply to this host")
             done[task] = True
             continue
-        if facts is None and spec.kind_def.needs_facts and spec.params.get("cuda") == "auto":
+        if (
+            facts is None
+            and spec.kind_def.needs_facts
+            and spec.params.get("cuda", "auto") == "auto"
+        ):
             facts = await host_facts(host, transport)
         try:
             prepared = prepare(spec, facts, environ if environ is not None else os.environ)
@@ -102,7 +108,9 @@ async def run_on_host(
         if spec.kind == "copy":
             stream = run_copy(name, transport, prepared, peer, cancel=cancel)
         else:
-            stream = run_task(name, transport, prepared, cancel=cancel, root=root)
+            stream = run_task(
+                name, transport, prepared, cancel=cancel, root=root, keep_attached=keep_attached
+            )
         async for event in stream:
             if is_end(event):
                 done[task] = succeeded(event)
@@ -127,6 +135,7 @@ async def run_tasks(
     *,
     cancel: asyncio.Event | None = None,
     root: str | None = None,
+    keep_attached: bool = False,
 ) -> AsyncIterator[TaskEvent]:
     """`run_on_host` on every host at once, as one stream in arrival order."""
     cancel = cancel or asyncio.Event()
@@ -136,7 +145,14 @@ async def run_tasks(
         try:
             transport = fleet.transport(host)
             async for event in run_on_host(
-                host, transport, specs, wanted, cancel=cancel, root=root, peer=peer
+                host,
+                transport,
+                specs,
+                wanted,
+                cancel=cancel,
+                root=root,
+                peer=peer,
+                keep_attached=keep_attached,
             ):
                 yield event
         except Exception as exc:  # a bug must cost one host, never the run

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpudash.tasks.verify import BODY as VERIFY_BODY
+
 
 @dataclass(frozen=True)
 class Param:
@@ -125,7 +127,9 @@ import torch
 want = os.environ["GPUDASH_CUDA"]
 have = torch.version.cuda
 tag = "cpu" if have is None else "cu" + have.replace(".", "")
-sys.exit(0 if tag == want else 1)
+release = os.environ.get("GPUDASH_TORCH", "").rstrip("*").rstrip(".")
+same = not release or (torch.__version__.split("+")[0] + ".").startswith(release + ".")
+sys.exit(0 if tag == want and same else 1)
 '
 """
 
@@ -246,6 +250,9 @@ KINDS: Mapping[str, Kind] = {
         {
             "venv": _VENV,
             "cuda": Param("cuda", "auto", doc="cuNNN, cpu, or auto (from the probe)"),
+            "torch": Param(
+                "version", "", doc='torch release, "2.9.*" or "2.9"; "" = the newest that runs'
+            ),
             "packages": Param("packages", ["torch"]),
             "index": Param("url", "https://download.pytorch.org/whl"),
         },
@@ -294,7 +301,8 @@ KINDS: Mapping[str, Kind] = {
         affects=("models",),
         default_timeout=6 * 3600,
     ),
-    # Not a shell body: gpudash streams the copy itself (gpudash/tasks/copy/transfer.py).
+    # Not a shell body: the copy is two jobs (gpudash/tasks/copy/direct.py) or gpudash streams
+    # it (params.via = "gpudash": gpudash/tasks/copy/transfer.py).
     "copy": Kind(
         "copy",
         {
@@ -302,58 +310,35 @@ KINDS: Mapping[str, Kind] = {
             "path": Param("dir", "~/venvs/serve", doc="the directory to copy, on the source"),
             "to": Param("dir", None, doc="where on the destination; unset: the same path"),
             "replace": Param("bool", False, doc="replace an existing destination directory"),
+            "via": Param("str", "direct", doc='"direct" host to host, or "gpudash" through it'),
+            "streams": Param("int", 4, doc="parallel streams of a direct copy"),
+            "chunk_mb": Param("int", 256, doc="files above this go as byte ranges (MiB)"),
+            "source_address": Param("str", "", doc="the source's address as the dest sees it"),
         },
-        "# copy: streamed by gpudash from the source host (gpudash/tasks/copy/transfer.py)\n",
+        "# copy: two jobs, host to host (gpudash/tasks/copy/direct.py), or via gpudash\n",
         None,
         affects=("env", "models"),
         default_timeout=6 * 3600,
+    ),
+    # The program (gpudash/tasks/verify/program.py) travels as the job's file; prepare adds it.
+    "verify": Kind(
+        "verify",
+        {
+            "venv": _VENV,
+            "force": Param("bool", False, doc="measure even when other processes use the GPUs"),
+        },
+        VERIFY_BODY,
+        None,
+        affects=("verify",),
+        needs_facts=True,  # the GPU count the driver lists, which CUDA's must equal
+        default_timeout=900,
     ),
     "script": Kind("script", {}, "", None, default_timeout=3600),
 }
 
 # --- torch wheels for the driver and the GPUs ------------------------------------------------
+# Which index fits a host is decided from PyTorch's published build matrix
+# (gpudash.checks.stack.choose_torch, in gpudash.tasks.prepare); the tags here are only what a
+# `cuda` parameter may name.
 
-TORCH_CUDA_TAGS = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130")
-
-
-def _tag_version(tag: str) -> tuple[int, int]:
-    digits = tag[2:]
-    return int(digits[:-1]), int(digits[-1])
-
-
-def _version(text: str) -> tuple[int, int] | None:
-    parts = text.strip().split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-        return None
-    return int(parts[0]), int(parts[1])
-
-
-def min_tag_for_cc(cc: str) -> str:
-    """The oldest wheel tag with kernels for compute capability `cc` ("9.0", "12.0")."""
-    version = _version(cc)
-    if version is None:
-        return TORCH_CUDA_TAGS[0]
-    if version[0] >= 10:  # Blackwell: sm_100, sm_103, sm_120, sm_121 need CUDA 12.8 wheels
-        return "cu128"
-    return TORCH_CUDA_TAGS[0]
-
-
-class NoCudaTag(ValueError):
-    """No wheel fits the driver and GPUs; the message says why and what to set."""
-
-
-def pick_cuda_tag(driver_cuda: str | None, ccs: list[str]) -> str:
-    """The newest wheel tag the driver runs, and at least what every GPU needs."""
-    if not ccs:
-        return "cpu"
-    cap = _version(driver_cuda or "")
-    if cap is None:
-        raise NoCudaTag('the probe found GPUs but no driver CUDA version: set cuda = "cuNNN"')
-    fitting = [t for t in TORCH_CUDA_TAGS if _tag_version(t) <= cap]
-    need = max((min_tag_for_cc(cc) for cc in ccs), key=_tag_version)
-    if not fitting or _tag_version(fitting[-1]) < _tag_version(need):
-        raise NoCudaTag(
-            f"the driver supports CUDA {driver_cuda}, but these GPUs (cc {', '.join(ccs)}) need"
-            f' {need} wheels or newer: update the driver, or set cuda = "cuNNN"'
-        )
-    return fitting[-1]
+TORCH_CUDA_TAGS = ("cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132")

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
+from gpudash.checks.facts import FACTS_DATE
+from gpudash.checks.stack import choose_torch
 from gpudash.tasks import render
 from gpudash.tasks.copy.scripts import preview as copy_preview
-from gpudash.tasks.kinds import NoCudaTag, pick_cuda_tag
 from gpudash.tasks.spec import TaskSpec
 
 if TYPE_CHECKING:
@@ -27,56 +29,92 @@ class PrepareError(ValueError):
 
 @dataclass(frozen=True)
 class Facts:
-    """What the probe said that task defaults depend on."""
+    """What the probe said that task defaults depend on. `ccs` has one entry per GPU, None
+    where the GPU's compute capability is unknown (a GPU host is never taken for a CPU one)."""
 
     driver_cuda: str | None = None
-    ccs: tuple[str, ...] = ()
+    ccs: tuple[str | None, ...] = ()
     known: bool = False
-    offline: str | None = None
-    """Why the probe's network check reached none of the named sites ("cannot reach pypi.org,
-    github.com: name resolution failed"), or None when it reached one or did not look."""
+    driver_version: str | None = None
+    gpus: int | None = None
+    """How many GPUs the driver lists (verify compares CUDA's count with it)."""
+    sites: tuple[tuple[str, bool, str], ...] = ()
+    """The probe's network check, per named site: (host, reached, why not). Empty when it
+    did not look (or named only IP literals, which say nothing about the internet)."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
         """From a `gpudash.model.HostResult` (its `gpus` and `network` sections), or unknown."""
-        offline = _offline(result.data("network")) if result is not None else None
+        sites = _sites(result.data("network")) if result is not None else ()
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
-            return cls(offline=offline)
-        ccs = tuple(g.cc for g in getattr(gpus, "gpus", ()) if g.cc)
-        return cls(getattr(gpus, "cuda_version", None), ccs, known=True, offline=offline)
+            return cls(sites=sites)
+        ccs = tuple(g.cc or None for g in getattr(gpus, "gpus", ()))
+        return cls(
+            getattr(gpus, "cuda_version", None),
+            ccs,
+            known=True,
+            driver_version=getattr(gpus, "driver_version", None),
+            gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
+            sites=sites,
+        )
 
 
-def _offline(network: object) -> str | None:
-    """One line when every named target failed (IP literals, e.g. a test's 127.0.0.1, say
-    nothing about the internet): the DNS failure when that is what it was, else the first
-    error. None when any target answered, or none is named."""
-    named = [t for t in getattr(network, "targets", ()) if t.host and t.dns_ok is not None]
-    if not named or any(t.ok for t in named):
+def _sites(network: object) -> tuple[tuple[str, bool, str], ...]:
+    out = []
+    for t in getattr(network, "targets", ()):
+        if not t.host or t.dns_ok is None:
+            continue  # an IP literal (a test's 127.0.0.1): nothing about the internet
+        why = "name resolution failed" if t.dns_ok is False else (t.error or "no answer")
+        out.append((t.host, bool(t.ok), why))
+    return tuple(out)
+
+
+DOWNLOADS: Mapping[str, tuple[str, ...]] = {
+    "uv": ("pypi.org", "files.pythonhosted.org", "astral.sh", "github.com"),
+    "pip": ("pypi.org", "files.pythonhosted.org"),
+    "torch": ("download.pytorch.org",),
+    "serving": ("pypi.org", "files.pythonhosted.org", "download.pytorch.org"),
+}
+"""Kinds that fetch from the internet unless an index or local wheels are given, and the
+sites they fetch from (the uv kind: pip from PyPI, else astral.sh's installer from GitHub)."""
+
+
+def offline(sites: Iterable[str], facts: Facts) -> str | None:
+    """Why `kind` cannot download on this host, from the probe's network check: every site
+    it needs that the probe tried failed; or, where the probe tried none of them, every
+    site it tried (two or more) failed to resolve, which is no DNS at all. None otherwise
+    (unknown is not offline)."""
+    needed = set(sites)
+    tried = [s for s in facts.sites if s[0] in needed]
+    if not tried:
+        dead = [s for s in facts.sites if not s[1] and s[2] == "name resolution failed"]
+        if len(facts.sites) < 2 or len(dead) < len(facts.sites):
+            return None
+        tried = dead
+    if any(reached for _, reached, _ in tried):
         return None
-    hosts = ", ".join(dict.fromkeys(t.host for t in named))
-    if all(t.dns_ok is False for t in named):
-        why = "name resolution failed"
-    else:
-        why = next((t.error for t in named if t.error), None) or "no answer"
-    return f"cannot reach {hosts}: {why}"
-
-
-DOWNLOADS = ("uv", "pip", "torch", "serving")
-"""Kinds that fetch from the internet (PyPI, astral.sh, download.pytorch.org) unless an index
-or local wheels are given: on a host the probe found offline they stop before sending."""
+    hosts = ", ".join(dict.fromkeys(host for host, _, _ in tried))
+    whys = list(dict.fromkeys(why for _, _, why in tried))
+    return f"cannot reach {hosts}: {whys[0]}"
 
 
 def _check_network(spec: TaskSpec, facts: Facts) -> None:
-    if facts.offline is None or spec.kind not in DOWNLOADS:
+    if spec.kind not in DOWNLOADS:
         return
     params = spec.params
     if params.get("index_url") or params.get("find_links") or params.get("no_index"):
         return  # a mirror or local wheels: the public internet is not needed
+    sites = DOWNLOADS[spec.kind]
+    if spec.kind == "torch":  # its own index, a mirror included
+        sites = (urlsplit(str(params.get("index") or "")).hostname or sites[0],)
+    cause = offline(sites, facts)
+    if cause is None:
+        return
     way = "set https_proxy" + (", or install uv by hand" if spec.kind == "uv" else "")
     if spec.kind == "pip":
         way += ", or use params.index_url / find_links"
-    raise PrepareError(f"{spec.name}: {facts.offline} (the probe's network check): {way}")
+    raise PrepareError(f"{spec.name}: {cause} (the probe's network check): {way}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +136,20 @@ class Prepared:
         return render.secrets_env(self.secrets)
 
 
+HF_TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+"""The HF token's variables (huggingface_hub `constants.py`): masked in every log even when no
+task names them, since the hub's own tools print what they find there."""
+
+
+def configured_secrets(
+    specs: Iterable[TaskSpec], environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The values of every secret any task names, and of the HF token: what a log of a job
+    found after a restart must mask, when it is no longer known which task's run wrote it."""
+    names = dict.fromkeys([*HF_TOKEN_VARS, *(n for spec in specs for n in spec.secrets)])
+    return tuple(environ[name] for name in names if environ.get(name))
+
+
 def _var(name: str) -> str:
     return "GPUDASH_" + name.upper()
 
@@ -106,16 +158,52 @@ def _names(specs: tuple[str, ...]) -> str:
     return " ".join(re.split(r"[\[=<>!~ ]", s, maxsplit=1)[0] for s in specs)
 
 
-def _cuda(spec: TaskSpec, facts: Facts) -> str:
+@dataclass(frozen=True)
+class TorchPick:
+    tag: str  # "cu126", "cpu"
+    release: str | None  # "2.14" when chosen from the facts; None: left to the index
+    why: str  # one line for --show
+
+
+def _pick(spec: TaskSpec, facts: Facts) -> TorchPick:
+    """The index (and torch release) for this host: from PyTorch's build matrix, the newest
+    release with a variant that runs on every GPU under the driver; pins narrow it and are
+    refused with the reason when the pinned build cannot run here."""
     value = spec.params.get("cuda", "auto")
-    if value != "auto":
-        return value
+    pin_torch = str(spec.params.get("torch") or "") or None
+    if value == "cpu":
+        return TorchPick("cpu", None, "cuda = cpu (set)")
     if not facts.known:
-        raise PrepareError(f'{spec.name}: cuda = "auto" needs the gpus probe of the host; set cuda')
-    try:
-        return pick_cuda_tag(facts.driver_cuda, list(facts.ccs))
-    except NoCudaTag as exc:
-        raise PrepareError(f"{spec.name}: {exc}") from None
+        if value == "auto":
+            raise PrepareError(
+                f'{spec.name}: cuda = "auto" needs the gpus probe of the host; set cuda'
+            )
+        return TorchPick(value, None, f"cuda = {value} (set; no gpus probe to check it against)")
+    if not facts.ccs:
+        if value == "auto":
+            return TorchPick("cpu", None, "cuda = cpu (the probe found no GPU)")
+        return TorchPick(value, None, f"cuda = {value} (set; the probe found no GPU)")
+    pin_cuda = None if value == "auto" else value
+    choice = choose_torch(
+        facts.driver_version, facts.ccs, pin_torch, pin_cuda, reported_cuda=facts.driver_cuda
+    )
+    if choice.build is not None:
+        return TorchPick(choice.build.variant, choice.build.release, choice.why)
+    if choice.verdict is None and pin_cuda and choice.why.startswith("no torch build in"):
+        # A pinned build gpudash has no facts about: not refused (it may well run), said so.
+        return TorchPick(
+            pin_cuda, None, f"cuda = {pin_cuda} (set; not in gpudash's facts of {FACTS_DATE})"
+        )
+    raise PrepareError(f"{spec.name}: {choice.why}")
+
+
+def _pin_torch(packages: object, release: str) -> tuple[str, ...]:
+    """`torch` without a version becomes `torch==2.14.*`: the release the choice was for."""
+    out = []
+    for entry in packages if isinstance(packages, (list, tuple)) else (packages,):
+        text = str(entry)
+        out.append(f"torch=={release}.*" if text.strip() == "torch" else text)
+    return tuple(out)
 
 
 def prepare(
@@ -132,11 +220,13 @@ def prepare(
     body = kind.body
 
     if spec.kind in ("torch", "serving"):
-        tag = _cuda(spec, facts)
-        params["cuda"] = tag
-        if spec.params.get("cuda") == "auto":
-            ccs = ", ".join(facts.ccs) or "-"
-            notes.append(f"cuda = {tag} (driver CUDA {facts.driver_cuda}, cc {ccs})")
+        pick = _pick(spec, facts)
+        params["cuda"] = pick.tag
+        notes.append(pick.why)
+        if spec.kind == "torch":
+            params["torch"] = pick.release or params.get("torch") or ""
+            if pick.release:
+                params["packages"] = _pin_torch(params["packages"], pick.release)
     if spec.kind == "torch":
         index = str(params.pop("index")).rstrip("/")
         params["index_url"] = f"{index}/{params['cuda']}"
@@ -159,6 +249,12 @@ def prepare(
                 raise PrepareError(f"{spec.name}: cannot read {path}: {exc.strerror}") from None
     if spec.kind == "script":
         body = spec.run or ""
+    if spec.kind == "verify":  # the program travels with the job; see gpudash/tasks/verify
+        from gpudash.tasks.verify import PROGRAM
+
+        files["program.py"] = PROGRAM.read_text(encoding="utf-8")
+        if facts.gpus is not None:
+            params["expect_gpus"] = str(facts.gpus)
 
     for name, value in params.items():
         if isinstance(value, bool):

@@ -11,7 +11,9 @@ event. A run is: the spec's `check` (exit 0: TaskSkipped, nothing launched), the
 its end by `gpudash.tasks.follow.JobFollower`: the log streamed from byte offset 0 and
 re-attached from the byte count received after any drop, so no line is lost or doubled, then
 the rc file. Setting `cancel` stops the remote process group; the stream goes on until the
-job's end is read, then says TaskCancelled.
+job's end is read, then says TaskCancelled. With `keep_attached`, a run that was already
+going (someone else started it) is never cancelled: `cancel` then only stops following it,
+and its end event is TaskDetached (the job goes on on the host).
 """
 
 from __future__ import annotations
@@ -19,17 +21,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from gpudash.tasks import jobs
 from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
+    TaskDetached,
     TaskEvent,
     TaskLost,
     TaskQueued,
     TaskSkipped,
     TaskStarted,
+    is_end,
 )
 from gpudash.tasks.follow import CANCEL_GRACE_S, RECONNECT_FOR_S, JobFollower
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
@@ -81,8 +85,12 @@ async def run_task(
     reconnect_for: float = RECONNECT_FOR_S,
     cancel_grace: float = CANCEL_GRACE_S,
     check: bool = True,
+    keep_attached: bool = False,
 ) -> AsyncIterator[TaskEvent]:
-    """One task on one host, from its check to its end event (always exactly one)."""
+    """One task on one host, from its check to its end event (always exactly one).
+
+    `keep_attached`: when the launch finds the task already running, `cancel` detaches
+    instead of cancelling it (`gpudash run`: ctrl+c must never kill a run it only watched)."""
     spec = prepared.spec
     name = spec.name
     cancel = cancel or asyncio.Event()
@@ -96,6 +104,9 @@ async def run_task(
             if ended is not None:
                 yield ended
                 return
+        if cancel.is_set():  # asked during the check: launch nothing
+            yield TaskCancelled(host, name, 0.0)
+            return
         launch = jobs.Launch(
             name,
             prepared.script,
@@ -110,11 +121,15 @@ async def run_task(
     except TransportError as exc:
         yield TaskLost(host, name, exc.reason)
         return
+    except jobs.JobDirUnwritable as exc:
+        yield TaskBlocked(host, name, exc.on(host))
+        return
     except jobs.JobError as exc:
         yield TaskBlocked(host, name, str(exc))
         return
 
     log = TaskLog(host, name)
+    detaching = keep_attached and launched.busy
     follower = JobFollower(
         host,
         name,
@@ -122,16 +137,19 @@ async def run_task(
         launched.run,
         log=log,
         assembler=LineAssembler(Masker(prepared.secrets.values())),
-        cancel=cancel,
+        cancel=asyncio.Event() if detaching else cancel,
         root=root,
         reconnect_for=reconnect_for,
         cancel_grace=cancel_grace,
         affects=spec.affects,
     )
     yield TaskStarted(host, name, launched.run, launched.busy, str(log.path), time.time())
+    events = follower.events()
+    if detaching:
+        events = detach_on(cancel, events, host, name, launched.run)
     try:
-        async with contextlib.aclosing(follower.events()) as events:
-            async for event in events:
+        async with contextlib.aclosing(events) as stream:
+            async for event in stream:
                 yield event
     finally:
         asked = " (cancel asked)" if follower.said_cancelled else ""
@@ -147,11 +165,13 @@ async def follow_job(
     run: str | None = None,
     cancel: asyncio.Event | None = None,
     root: str | None = None,
+    secrets: Iterable[str] = (),
 ) -> AsyncIterator[TaskEvent]:
     """A job found running on the host (gpudash restarted): its log from byte 0 to its end.
 
     Unlike `run_task` nothing is launched, so a job that ends meanwhile is never re-run. No
-    spec is at hand here, so its TaskFinished names no sections (`affects` empty)."""
+    spec is at hand here, so its TaskFinished names no sections (`affects` empty), and the
+    caller passes every configured secret (`prepare.configured_secrets`) to be masked."""
     log = TaskLog(host, task)
     follower = JobFollower(
         host,
@@ -159,7 +179,7 @@ async def follow_job(
         transport,
         run,
         log=log,
-        assembler=LineAssembler(Masker()),
+        assembler=LineAssembler(Masker(secrets)),
         cancel=cancel or asyncio.Event(),
         root=root,
     )
@@ -170,3 +190,36 @@ async def follow_job(
                 yield event
     finally:
         log.close()
+
+
+async def detach_on(
+    stop: asyncio.Event,
+    events: AsyncIterator[TaskEvent],
+    host: str,
+    task: str,
+    run: str | None,
+) -> AsyncIterator[TaskEvent]:
+    """`events` until their end, or until `stop` is set: then the following stops (the
+    stream is closed, which ends the attach on the host, never the job) and the end event
+    is TaskDetached."""
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        async with contextlib.aclosing(events) as stream:
+            while not stop.is_set():
+                step = asyncio.ensure_future(anext(stream))
+                await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                if not step.done():
+                    step.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await step
+                    break
+                try:
+                    event = step.result()
+                except StopAsyncIteration:
+                    return
+                yield event
+                if is_end(event):
+                    return
+        yield TaskDetached(host, task, run)
+    finally:
+        waiter.cancel()

@@ -163,6 +163,13 @@ patterns = array(text)
 """Name patterns (`gpu-*`): an array of strings."""
 
 
+def integer(value: object) -> int:
+    """A whole number (a TOML integer, not a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Invalid(f"expected an integer, got {toml_type(value)}")
+    return value
+
+
 PARAM_TYPES: Mapping[str, Callable[[object], object]] = {
     "str": one_line,
     "path": host_path,
@@ -179,6 +186,7 @@ PARAM_TYPES: Mapping[str, Callable[[object], object]] = {
     "local_files": local_files,
     "patterns": patterns,
     "bool": boolean,
+    "int": integer,
 }
 
 

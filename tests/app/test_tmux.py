@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 from tests.support import FIXTURES, fakegpu
 from tests.support.sshd import Sshd
+from tests.support.tools import require
 
 FIX = FIXTURES
 CAPTURES = {
@@ -27,7 +27,10 @@ CAPTURES = {
 }
 GPUDASH = Path(sys.executable).with_name("gpudash")
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+@pytest.fixture(autouse=True)
+def _tmux_installed() -> None:
+    require("tmux")  # fails, never skips, naming the package
 
 
 class Tmux:

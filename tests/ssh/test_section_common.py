@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 from gpudash.probe.parts import Part
 from gpudash.probe.registry import SECTION_NAMES
 from tests.support.sectionrun import busybox_sh, run_raw, run_section, script_of
+from tests.support.tools import require
 
 SECTIONS = tuple(importlib.import_module(f"gpudash.probe.sections.{n}") for n in SECTION_NAMES)
 IDS = [m.NAME for m in SECTIONS]
@@ -26,7 +26,7 @@ CONFIG = {
     "GPUDASH_NET_TARGETS": "http://127.0.0.1:9/",
     "GPUDASH_NET_TIMEOUT": "1",
 }
-SHELLS = [("/bin/sh", "-n"), ("dash", "-n")] + ([(*busybox_sh(), "-n")] if busybox_sh() else [])
+SHELLS = [("/bin/sh", "-n"), ("dash", "-n"), ("busybox", "sh", "-n")]
 
 
 @pytest.mark.parametrize("module", SECTIONS, ids=IDS)
@@ -46,8 +46,8 @@ def test_section_module_has_the_contract_the_registry_reads(module: ModuleType) 
 def test_section_body_is_valid_posix_sh(
     module: ModuleType, shell: tuple[str, ...], tmp_path: Path
 ) -> None:
-    if shutil.which(shell[0]) is None:
-        pytest.skip(f"{shell[0]} not installed")
+    if not shell[0].startswith("/"):
+        require(shell[0])
     script = tmp_path / "s.sh"
     script.write_text(script_of(module))
     done = subprocess.run([*shell, str(script)], capture_output=True, text=True, check=False)
@@ -59,7 +59,7 @@ def test_section_runs_on_this_machine_without_shell_errors(
     module: ModuleType, tmp_path: Path
 ) -> None:
     environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), **CONFIG}
-    for shell in [("/bin/sh",), *([busybox_sh()] if busybox_sh() else [])]:
+    for shell in [("/bin/sh",), busybox_sh()]:
         text, _, took = run_raw(module, environment, shell=shell)
         for bad in ("Syntax error", "syntax error", "Bad substitution", "unexpected", "applet"):
             assert bad not in text, text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from tests.support.sectionrun import (
     run_section,
     script_tool,
 )
+from tests.support.tools import require
 
 FIX = FIXTURES / "sections"
 VENV_PATHS = "~/.venv\n~/venv\n~/venvs/*\n/opt/*/.venv"
@@ -55,7 +55,7 @@ def test_env_on_this_machine_lists_system_python_with_its_version(tmp_path: Path
     _, result = run_section(env, _env(tmp_path, "/usr/bin:/bin"))
     assert isinstance(result, env.Env)
     if not os.path.exists("/usr/bin/python3"):
-        pytest.skip("no /usr/bin/python3")
+        pytest.fail("no /usr/bin/python3: `apt-get install -y python3`", pytrace=False)
     real = os.path.realpath("/usr/bin/python3")
     py = next(p for p in result.pythons if p.realpath == real)
     said = subprocess.run(["/usr/bin/python3", "--version"], capture_output=True, text=True)
@@ -188,13 +188,12 @@ def test_env_resolves_links_to_files_and_folders_as_realpath_does_with_any_readl
     dirs = f"{tmp_path / 'dirlink'}:{tmp_path / 'l1'}:{tmp_path / 'l2'}"
     # GNU readlink resolves several links in one call; busybox's takes one path at a time.
     one_at_a_time = tmp_path / "bb"
-    if shutil.which("busybox"):
-        one_at_a_time.mkdir()
-        (one_at_a_time / "readlink").symlink_to(shutil.which("busybox") or "")
+    one_at_a_time.mkdir()
+    (one_at_a_time / "readlink").symlink_to(require("busybox"))
     seen = []
     for extra in ("", f"{one_at_a_time}:"):
         path = f"{extra}{dirs}:{bin_dir(tmp_path / 'bin')}"
-        for shell in [("/bin/sh",), *([busybox_sh()] if busybox_sh() else [])]:
+        for shell in [("/bin/sh",), busybox_sh()]:
             _, result = run_section(env, _env(tmp_path, path), shell=shell or ())
             assert isinstance(result, env.Env)
             seen.append(result.pythons)
@@ -234,11 +233,10 @@ def test_a_python_printing_a_megabyte_line_does_not_scramble_the_others(tmp_path
     ]
 
 
-@pytest.mark.skipif(busybox_sh() is None, reason="busybox not installed")
 def test_env_reads_the_same_venvs_under_busybox_sh(tmp_path: Path) -> None:
     make_venv(tmp_path / ".venv", ["torch-2.11.0+cu130", "sglang-0.5.6"], "version = 3.12.3\n")
     _, dash = run_section(env, _env(tmp_path))
-    _, bb = run_section(env, _env(tmp_path), shell=busybox_sh() or ())
+    _, bb = run_section(env, _env(tmp_path), shell=busybox_sh())
     assert isinstance(dash, env.Env) and isinstance(bb, env.Env)
     assert bb.venvs == dash.venvs and bb.venvs[0].torch_cuda == "13.0"
     assert [p.realpath for p in bb.pythons] == [p.realpath for p in dash.pythons]

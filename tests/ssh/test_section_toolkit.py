@@ -99,7 +99,7 @@ def test_toolkit_reads_nccl_and_cudnn_from_the_ldconfig_cache_once_by_real_file(
     )
     script_tool(tmp_path / "sbin", "ldconfig", f"cat <<'EOF'\n{cache}EOF")
     env = _env(tmp_path, f"{tmp_path / 'sbin'}:{bin_dir(tmp_path / 'b')}")
-    for shell in [("/bin/sh",), *([busybox_sh()] if busybox_sh() else [])]:
+    for shell in [("/bin/sh",), busybox_sh()]:
         _, result = run_section(toolkit, env, shell=shell or ())
         assert isinstance(result, toolkit.Toolkit)
         found = [lib for lib in (*result.nccl, *result.cudnn) if str(libs) in lib.path]
@@ -115,12 +115,11 @@ def test_toolkit_without_ldconfig_or_nvcc_on_path_still_answers(tmp_path: Path) 
     assert all(n.path.startswith("/usr/local/cuda") for n in result.nvcc)
 
 
-@pytest.mark.skipif(busybox_sh() is None, reason="busybox not installed")
 def test_toolkit_reads_the_same_under_busybox_sh(tmp_path: Path) -> None:
     _fake_nvcc(tmp_path / "bin")
     env = _env(tmp_path, f"{tmp_path / 'bin'}:/usr/bin:/bin")
     _, dash = run_section(toolkit, env)
-    _, bb = run_section(toolkit, env, shell=busybox_sh() or ())
+    _, bb = run_section(toolkit, env, shell=busybox_sh())
     assert bb == dash
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from gpudash.transport.replay import ReplayTransport
 from gpudash.transport.ssh import SshPool
 from tests.ssh.test_tasks_cli import write_config
 from tests.support.sshd import FakeHost, Sshd
+from tests.support.tools import require
 
 ODD_NAME = 'it\'s a "name" with\nnewline.txt'
 BIG = 6 * 1024 * 1024
@@ -51,7 +51,7 @@ BIG = 6 * 1024 * 1024
 def copy_spec(
     *, check: str | None = None, timeout: str | None = None, **params: object
 ) -> TaskSpec:
-    table: dict[str, object] = {"params": {"from": "h0", **params}}
+    table: dict[str, object] = {"params": {"from": "h0", "via": "gpudash", **params}}
     if check is not None:
         table["check"] = check
     if timeout is not None:
@@ -533,7 +533,7 @@ def test_a_copy_from_a_configured_host_loads():
 # --- gpudash run copy ---------------------------------------------------------------------------
 
 
-COPY_TASKS = '[tasks.copy]\nparams = { from = "h0", path = "~/src" }\n'
+COPY_TASKS = '[tasks.copy]\nparams = { from = "h0", path = "~/src", via = "gpudash" }\n'
 
 
 def test_run_copy_streams_progress_and_the_verification(
@@ -630,9 +630,7 @@ def test_the_source_announces_archives_past_2_gib_at_their_size(tmp_path: Path, 
     bigger than that."""
     path = "/usr/local/bin:/usr/bin:/bin"
     if awk == "busybox":
-        busybox = shutil.which("busybox")
-        if busybox is None:
-            pytest.fail("busybox is not installed (.ci/run installs it)")
+        busybox = require("busybox")
         (tmp_path / "bin").mkdir()
         (tmp_path / "bin" / "awk").symlink_to(busybox)
         path = f"{tmp_path / 'bin'}:{path}"

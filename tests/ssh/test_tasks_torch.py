@@ -1,11 +1,14 @@
-"""The torch and serving tasks end to end, as a user runs them on a fresh H200 host.
+"""The torch and serving tasks end to end, as a user runs them on fresh GPU hosts.
 
-The host is a fake H200 (its nvidia-smi prints a real capture: driver CUDA 13.0, cc 9.0) over
-the real test sshd; uv is real; the PyTorch and PyPI indexes are real HTTP servers on
-loopback (support/wheels.py) holding wheels made here, one `torch` per CUDA tag. What is checked
-is what the user relies on: the probe's facts pick the cu130 wheels, uv installs them from
-that index only, the task's check then passes (a second run is skipped), and gpudash's own
-probe of the host shows the venv with torch built for CUDA 13.0 and SGLang.
+The hosts are fakes whose nvidia-smi prints real captures (an H200: driver CUDA 13.0, cc 9.0;
+a V100 and a B300: tests/fixtures/public/SOURCES.md) over the real test sshd; uv is real; the
+PyTorch and PyPI indexes are real HTTP servers on loopback (support/wheels.py) holding wheels
+made here, one `torch` per CUDA tag at the newest release PyTorch published for that tag.
+What is checked is what the user relies on: the probe's facts pick the index PyTorch's build
+matrix says runs on the GPU under its driver (cu130 for the H200, cu126 for the V100 whose
+sm_70 the cu13x wheels lack, cu132 for the B300 through sm_100 binary compatibility), uv
+installs from that index only, the task's check then passes (a second run is skipped), and
+gpudash's own probe of the host shows the venv with that torch.
 """
 
 from __future__ import annotations
@@ -28,12 +31,20 @@ from tests.support.sshd import FakeHost, Sshd
 from tests.support.wheels import LOCAL_PYTHON, LoopbackIndex, loopback_index, make_wheel, uv_path
 
 H200 = FIXTURES / "h200-1x"
+PUBLIC = FIXTURES / "public"
+# (tag, torch.version.cuda, the newest release with that variant in gpudash's facts)
+INDEXES = (
+    ("cu126", "12.6", "2.14.0"),
+    ("cu128", "12.8", "2.11.0"),
+    ("cu130", "13.0", "2.15.0"),
+    ("cu132", "13.2", "2.15.0"),
+)
 
 
-def _torch(where: Path, tag: str, cuda: str) -> Path:
+def _torch(where: Path, tag: str, cuda: str, release: str) -> Path:
     """A `torch` whose `torch.version.cuda` says which CUDA it was built for, as the real
     one does (the task's check and the env probe both read it)."""
-    version = f"2.9.0+{tag}"
+    version = f"{release}+{tag}"
     return make_wheel(
         where / tag,
         "torch",
@@ -48,8 +59,8 @@ def _torch(where: Path, tag: str, cuda: str) -> Path:
 @pytest.fixture
 def index(tmp_path: Path) -> Iterator[LoopbackIndex]:
     with loopback_index(tmp_path / "index") as served:
-        for tag, cuda in (("cu128", "12.8"), ("cu130", "13.0")):
-            served.publish(f"whl/{tag}", _torch(tmp_path / "built", tag, cuda))
+        for tag, cuda, release in INDEXES:
+            served.publish(f"whl/{tag}", _torch(tmp_path / "built", tag, cuda, release))
         sglang = make_wheel(
             tmp_path / "built",
             "sglang",
@@ -122,10 +133,10 @@ async def test_torch_task_installs_the_wheels_for_the_drivers_cuda_from_the_pyto
     # The probe's facts (driver CUDA 13.0, cc 9.0) chose cu130, and uv asked that index only.
     assert any(f"--index-url {index.url('whl/cu130')}" in line for line in lines), lines
     assert "/whl/cu130/torch/" in index.requests
-    assert not any("cu128" in path for path in index.requests)
+    assert not any(t in path for path in index.requests for t in ("cu126", "cu128", "cu132"))
 
     serve = await _serve_venv(sshd, h200, ssh_pool)
-    assert serve.packages["torch"] == "2.9.0+cu130"
+    assert serve.packages["torch"] == "2.15.0+cu130"
     assert serve.torch_cuda == "13.0"
 
     again = _ends(await _run(sshd, h200, ssh_pool, specs, "torch"))
@@ -157,3 +168,42 @@ async def test_serving_task_installs_sglang_after_torch_into_the_same_venv(
 
     again = _ends(await _run(sshd, h200, ssh_pool, specs, "serving"))
     assert isinstance(again["serving"], TaskSkipped)  # `import sglang` works in the venv
+
+
+@pytest.mark.parametrize(
+    ("captures", "tag", "installed"),
+    [
+        # V100 (sm_70) on driver 580 / CUDA 13.0: the cu13x wheels start at sm_75, and 2.11
+        # dropped Volta from cu128; 2.14 cu126 still has sm_70 SASS.
+        (
+            {"query_csv.txt": PUBLIC / "query-v100-name-cc.txt", "smi.txt": H200 / "smi.txt"},
+            "cu126",
+            "2.14.0+cu126",
+        ),
+        # B300 (cc 10.3) on driver 610.57.04: sm_100 SASS runs on 10.3 (binary compatibility),
+        # and the driver runs CUDA 13.2 natively.
+        ({"query_csv.txt": PUBLIC / "query-b300-7x-610-name-cc.txt"}, "cu132", "2.15.0+cu132"),
+    ],
+    ids=["v100", "b300"],
+)
+async def test_the_torch_task_picks_the_index_pytorchs_matrix_says_runs_on_the_gpu(
+    sshd: Sshd,
+    fake_host: FakeHost,
+    ssh_pool: SshPool,
+    index: LoopbackIndex,
+    captures: dict[str, Path],
+    tag: str,
+    installed: str,
+) -> None:
+    fakegpu.install(fake_host.bin_dir, captures)
+    (fake_host.bin_dir / "uv").symlink_to(uv_path())
+    specs = _specs(index)
+    events = await _run(sshd, fake_host, ssh_pool, specs, "torch")
+    ends, lines = _ends(events), _lines(events)
+    assert isinstance(ends["torch"], TaskFinished) and ends["torch"].rc == 0, _served(index, lines)
+    assert any(f"--index-url {index.url('whl/' + tag)}" in line for line in lines), lines
+    assert [p for p in index.requests if p.startswith("/whl/")] and all(
+        p.startswith(f"/whl/{tag}/") for p in index.requests if p.startswith("/whl/")
+    ), index.requests
+    serve = await _serve_venv(sshd, fake_host, ssh_pool)
+    assert serve.packages["torch"] == installed

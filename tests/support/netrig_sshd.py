@@ -52,7 +52,10 @@ class SshdControl:
             *(f"ListenAddress {a}" for a in listen),
             f"HostKey {host.root / 'host_ed25519'}",
             f"PidFile {host.root / 'sshd.pid'}",
-            f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}",
+            # The rig's key for every host, then the host's own file (HOME is the host's, set
+            # below): what a direct copy's one-use key is added to, and removed from.
+            f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}"
+            f" {host.home / '.ssh' / 'authorized_keys'}",
             *SERVER_OPTIONS,
             f'SetEnv "PATH={path}" "HOME={host.home}" GPUDASH_TEST_HOST={host.name}',
         ]

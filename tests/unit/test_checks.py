@@ -11,9 +11,9 @@ import pytest
 from gpudash.checks import run_checks
 from gpudash.checks.cuda import can_run, can_target, driver_cuda
 from gpudash.checks.finding import Finding, Severity, counts, problems, worst_severity
-from gpudash.checks.versions import Spec, parse_version
 from gpudash.config.load import parse_config
 from gpudash.model import FindingsComputed, HostResult
+from gpudash.versions import Spec, parse_version
 from tests.support import FIXTURES
 from tests.support.hosts import PUBLIC, C, df, failed, host, model_dir, target
 

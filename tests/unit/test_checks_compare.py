@@ -46,18 +46,58 @@ def test_gpu_count_and_nvlink_summary_differences_are_named_too():
     ]
 
 
-def test_no_majority_no_finding_and_untagged_or_failed_hosts_are_not_compared():
+def test_two_hosts_sharing_a_tag_that_differ_each_name_the_other():
     pair = parse_config(fleet(2), "t.toml")
     results = {"n0": host(name="n0", gpus=OLD), "n1": host(name="n1")}
-    assert not [
-        f for fs in check_fleet(pair, results).values() for f in fs if f.family == "compare"
+    found = check_fleet(pair, results)
+    n0 = [f for f in found["n0"] if f.family == "compare"]
+    n1 = [f for f in found["n1"] if f.family == "compare"]
+    assert [f.title for f in n0] == [
+        "driver 570.124.06 here, 580.159.04 on n1, the other host tagged 'h200'",
+        "CUDA 12.8 here, 13.0 on n1, the other host tagged 'h200'",
     ]
+    assert [f.title for f in n1] == [
+        "driver 580.159.04 here, 570.124.06 on n0, the other host tagged 'h200'",
+        "CUDA 13.0 here, 12.8 on n0, the other host tagged 'h200'",
+    ]
+    assert all(f.severity is Severity.WARN for f in n0 + n1)
+
+
+def test_a_1x_and_an_8x_h200_sharing_a_tag_are_told_apart():
+    pair = parse_config(fleet(2), "t.toml")
+    results = {"n0": host("h200-1x", name="n0"), "n1": host("dgx-h200", name="n1")}
+    titles = [f.title for f in check_fleet(pair, results)["n1"] if f.family == "compare"]
+    assert titles[0] == "GPU count 8 here, 1 on n0, the other host tagged 'h200'"
+
+
+def test_an_expect_key_wins_over_the_pair_and_the_majority():
+    expected = 'expect = { driver = "580.159.04", cuda = "13.0" }\n'
+    pair = parse_config(fleet(2, extra=expected), "t.toml")
+    results = {"n0": host(name="n0", gpus=OLD), "n1": host(name="n1")}
+    found = check_fleet(pair, results)
+    assert not [f for fs in found.values() for f in fs if f.family == "compare"]
+    assert {f.code for f in found["n0"] if f.family == "expect"} >= {"expect.driver"}
+    eight = parse_config(fleet(8, extra=expected), "t.toml")
+    many = {f"n{i}": host(name=f"n{i}") for i in range(1, 8)} | {"n0": host(name="n0", gpus=OLD)}
+    assert not [f for f in check_fleet(eight, many)["n0"] if f.family == "compare"]
+
+
+def test_no_strict_majority_of_three_no_finding_and_untagged_or_failed_hosts_not_compared():
+    results = {"n0": host(name="n0", gpus=OLD), "n1": host(name="n1")}
     untagged = parse_config("[hosts.n0]\n[hosts.n1]\n[hosts.n2]\n", "t.toml")
     three = {**results, "n2": host(name="n2")}
     assert not [f for f in check_fleet(untagged, three)["n0"] if f.family == "compare"]
     tagged = parse_config(fleet(3), "t.toml")
     down = {**results, "n2": failed("n2")}
-    assert not [f for f in check_fleet(tagged, down)["n0"] if f.family == "compare"]
+    titles = [f.title for f in check_fleet(tagged, down)["n0"] if f.family == "compare"]
+    assert all("on n1, the other host" in t for t in titles) and titles  # n2 is not counted
+    split = {
+        "n0": host(name="n0", gpus=OLD),
+        "n1": host(name="n1"),
+        "n2": host("h200-1x", name="n2"),
+    }
+    counts = [f for f in check_fleet(tagged, split)["n0"] if f.code == "compare.gpus"]
+    assert counts == []  # 1, 8, 1... n0 holds the majority's count: nothing to say
 
 
 def test_only_hosts_sharing_the_tag_are_the_group():

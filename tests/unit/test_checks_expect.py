@@ -8,10 +8,10 @@ import pytest
 from gpudash.checks import run_checks
 from gpudash.checks.finding import Severity
 from gpudash.checks.fixes import fix_phrase
-from gpudash.checks.versions import local_cuda
 from gpudash.config.load import parse_config
 from gpudash.config.model import ConfigError
 from gpudash.probe.sections.env import _cuda_from_local
+from gpudash.versions import local_cuda
 from tests.support.hosts import C, df, host, model_dir, target
 
 

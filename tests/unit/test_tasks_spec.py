@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 
 from gpudash.config.load import parse_config
 from gpudash.config.model import ConfigError
-from gpudash.tasks.kinds import NoCudaTag, pick_cuda_tag
 from gpudash.tasks.logs import LineAssembler, Masker
 from gpudash.tasks.prepare import Facts, PrepareError, prepare
 from gpudash.tasks.render import exports
@@ -50,7 +50,7 @@ def test_the_builtins_load_and_every_builtin_has_a_key():
         (
             '[tasks.torch]\nparams = { cuda = "12.8" }\n',
             'c.toml:5: tasks.torch.params.cuda: expected "auto", "cpu" or a CUDA tag cuNNN'
-            ' (cu118, cu121, cu124, cu126, cu128, cu129, cu130), got "12.8"',
+            ' (cu118, cu121, cu124, cu126, cu128, cu129, cu130, cu132), got "12.8"',
         ),
         (
             '[tasks.x]\ntitle = "x"\nkind = "pip"\nparams = { packages = ["ok", "rm -rf /"] }\n',
@@ -92,25 +92,72 @@ def test_a_config_task_overrides_a_builtin_key_by_key():
     assert venv.builtin
 
 
-@pytest.mark.parametrize(
-    ("driver", "ccs", "tag"),
-    [
-        ("13.0", ["9.0"] * 8, "cu130"),  # H200 on a new driver
-        ("12.4", ["9.0"], "cu124"),
-        ("12.8", ["12.0"], "cu128"),  # RTX 5090: sm_120
-        ("12.9", ["10.0"], "cu129"),  # B200: sm_100
-        ("12.2", ["8.0"], "cu121"),
-        ("11.8", ["8.6"], "cu118"),
-        (None, [], "cpu"),
-    ],
-)
-def test_the_torch_index_follows_the_driver_and_the_gpus(driver, ccs, tag):
-    assert pick_cuda_tag(driver, ccs) == tag
+def _torch(facts: Facts, **params: str) -> tuple[str, str, str]:
+    """The index URL, the torch requirement and the --show note the torch task gets."""
+    spec = load_tasks({"torch": {"params": params}} if params else None)["torch"]
+    prepared = prepare(spec, facts)
+    env = dict(
+        shlex.split(line.removeprefix("export "))[0].split("=", 1)
+        for line in prepared.script.splitlines()
+        if line.startswith("export GPUDASH_") and "=" in line
+    )
+    return env["GPUDASH_INDEX_URL"].rsplit("/", 1)[-1], env["GPUDASH_PACKAGES"], prepared.notes[0]
 
 
-def test_blackwell_on_an_old_driver_is_a_clear_refusal():
-    with pytest.raises(NoCudaTag, match=r"CUDA 12\.6, but these GPUs \(cc 10\.0\) need cu128"):
-        pick_cuda_tag("12.6", ["10.0"])
+# (driver CUDA nvidia-smi printed, driver version, ccs, index, torch requirement). Rows marked
+# "was" changed with issue 17: the old choice modelled the CUDA toolkit, not PyTorch's matrix.
+CHOICES = [
+    ("13.0", "580.159.04", ["9.0"] * 8, "cu130", "torch==2.15.*"),  # H200 on a new driver
+    ("12.4", None, ["9.0"], "cu126", "torch==2.14.*"),  # was cu124: cu126 runs through MVC
+    ("12.8", None, ["12.0"], "cu128", "torch==2.11.*"),  # RTX 5090: 2.11 is the last cu128
+    ("12.9", None, ["10.0"], "cu128", "torch==2.11.*"),  # was cu129, whose newest torch is 2.8
+    ("12.2", None, ["8.0"], "cu126", "torch==2.14.*"),  # was cu121: cu126 runs through MVC
+    ("11.8", None, ["8.6"], "cu118", "torch==2.7.*"),
+    ("13.0", "580.65.06", ["7.0"], "cu126", "torch==2.14.*"),  # was cu130: no sm_70 there
+    ("13.0", "580.65.06", ["10.3"], "cu130", "torch==2.15.*"),  # B300: sm_100 by binary compat
+    ("13.0", "580.65.06", ["7.0", "7.5"], "cu126", "torch==2.14.*"),  # V100 + T4: both run
+    ("11.4", "470.82.01", ["8.0"], "cu118", "torch==2.7.*"),  # was refused: MVC 11.x >= 450.80.02
+    ("13.2", "595.71.05", ["12.0", "12.0"], "cu132", "torch==2.15.*"),  # RTX PRO 6000
+]
+
+
+@pytest.mark.parametrize(("cuda", "driver", "ccs", "tag", "torch"), CHOICES)
+def test_the_torch_task_takes_the_newest_torch_that_runs_on_every_gpu(
+    cuda, driver, ccs, tag, torch
+):
+    index, packages, why = _torch(Facts(cuda, tuple(ccs), known=True, driver_version=driver))
+    assert (index, packages) == (tag, torch)
+    # --show's one line: release, variant, the arch each GPU matched, the driver path.
+    assert why.startswith(f"torch {torch[7:-2]} {tag}: ")
+    assert re.search(r"driver path (native|mvc) \(", why)
+
+
+def test_a_host_without_gpus_gets_cpu_but_a_gpu_without_cc_is_refused_never_cpu():
+    assert _torch(Facts("13.0", (), known=True, driver_version="580.65.06"))[0] == "cpu"
+    with pytest.raises(PrepareError, match=r"compute capability unknown for GPU 1: .*cuNNN"):
+        prepare(load_tasks()["torch"], Facts("13.0", ("9.0", None), True, "580.65.06"))
+
+
+def test_when_nothing_fits_the_refusal_says_the_true_reason():
+    # CUDA 11.0's GA driver: below 11.x MVC (450.80.02), and every later CUDA needs more.
+    with pytest.raises(PrepareError, match=r"upgrade the driver to >= 450\.80\.02"):
+        prepare(load_tasks()["torch"], Facts("11.0", ("8.0",), True, "450.36.06"))
+    with pytest.raises(PrepareError, match=r"has no sm_35 kernels"):
+        prepare(load_tasks()["torch"], Facts("11.4", ("3.5",), True, "470.82.01"))
+
+
+def test_pins_still_work_and_are_checked_against_the_facts():
+    b300 = Facts("13.0", ("10.3",), True, "580.65.06")
+    assert _torch(b300, torch="2.9.*")[:2] == ("cu130", "torch==2.9.*")
+    assert _torch(b300, cuda="cu128")[:2] == ("cu128", "torch==2.11.*")
+    v100 = Facts("13.0", ("7.0",), True, "580.65.06")
+    assert _torch(v100, torch="2.9.*", cuda="cu128")[:2] == ("cu128", "torch==2.9.*")
+    with pytest.raises(PrepareError, match=r"pinned cu130: torch 2\.15\+cu130 has no sm_70"):
+        prepare(load_tasks({"torch": {"params": {"cuda": "cu130"}}})["torch"], v100)
+    with pytest.raises(PrepareError, match=r"pinned torch 2\.11 cu128: .*no sm_70 kernels"):
+        prepare(
+            load_tasks({"torch": {"params": {"torch": "2.11", "cuda": "cu128"}}})["torch"], v100
+        )
 
 
 def test_auto_cuda_without_a_probe_says_what_to_set():

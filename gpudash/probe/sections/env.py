@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
-from gpudash.checks.versions import local_cuda, short
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line
+from gpudash.versions import local_cuda, short
 
 NAME = "env"
 TIMEOUT = 10.0

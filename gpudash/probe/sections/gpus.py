@@ -3,8 +3,10 @@
 Remote hosts answer with `nvidia-smi --query-gpu` (CSV, one row per GPU) plus the default
 `nvidia-smi` table, which alone carries the CUDA version the driver supports and the process
 list. The local transport answers with NVML instead (part "nvml"); both parse to `Gpus`.
-Drivers too old for the `compute_cap` field still get a cc, inferred from the GPU's name and
-marked so.
+Drivers too old for the `compute_cap` field still get a cc: from the PCI device id
+(`pci.device_id`, a field every driver knows), else from the name (a truncated one only by an
+unambiguous prefix), marked with where it came from; a GPU none of these identify keeps
+cc None, which the checks report (never guessed, never taken for "no GPU").
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpudash.probe.arch import arch_for_cc, cc_from_name
+from gpudash.probe.gpu_ids import cc_from_name as cc_from_name_prefix
+from gpudash.probe.gpu_ids import cc_from_pci_id
 from gpudash.probe.parts import Part
 from gpudash.probe.query import number, parse_query
 from gpudash.probe.smi import parse_smi
@@ -27,10 +31,13 @@ TIMEOUT = 15.0
 QUERY_FIELDS = (
     "index,name,uuid,pci.bus_id,compute_cap,memory.total,memory.used,memory.free,"
     "driver_version,temperature.gpu,utilization.gpu,power.draw,power.limit,clocks.sm,"
-    "clocks.max.sm,persistence_mode,mig.mode.current,ecc.errors.uncorrected.volatile.total"
+    "clocks.max.sm,persistence_mode,mig.mode.current,ecc.errors.uncorrected.volatile.total,"
+    "pci.device_id"
 )
 # Fields every driver since the 3xx series knows: the retry when a field is unknown.
-QUERY_FIELDS_MIN = "index,name,uuid,pci.bus_id,memory.total,memory.used,driver_version"
+QUERY_FIELDS_MIN = (
+    "index,name,uuid,pci.bus_id,memory.total,memory.used,driver_version,pci.device_id"
+)
 
 BODY = f"""
 gd_query() {{
@@ -51,7 +58,7 @@ class Gpu:
     uuid: str | None = None
     bus_id: str | None = None
     cc: str | None = None
-    cc_source: str | None = None  # "driver" or "name" (inferred for old drivers)
+    cc_source: str | None = None  # "driver", "pci_id" or "name" (inferred for old drivers)
     arch: str | None = None
     sm: str | None = None
     memory_total_mib: int | None = None
@@ -132,10 +139,16 @@ def parse(parts: Mapping[str, Part]) -> Gpus:
     )
 
 
-def _with_cc(name: str, cc: str | None) -> dict[str, Any]:
+def _with_cc(name: str, cc: str | None, device_id: str | None = None) -> dict[str, Any]:
+    """The cc and where it came from: the driver, else the PCI id, else the name."""
     source = "driver" if cc else None
     if not cc:
-        cc = cc_from_name(name)
+        cc = cc_from_pci_id(device_id)
+        source = "pci_id" if cc else None
+    if not cc:
+        # A name cut with "..." matches only by an unambiguous prefix of a known full name;
+        # the token table reads full names (and cuts that keep the model token).
+        cc = cc_from_name_prefix(name) or cc_from_name(name)
         source = "name" if cc else None
     arch = arch_for_cc(cc)
     return {
@@ -172,7 +185,9 @@ def _from_query(rows: Sequence[Mapping[str, str]]) -> tuple[Gpu, ...]:
                 name=name,
                 uuid=clean_line(row["uuid"]) if row.get("uuid") else None,
                 bus_id=clean_line(row["pci.bus_id"]) if row.get("pci.bus_id") else None,
-                **_with_cc(name, cc if cc and number(cc) is not None else None),
+                **_with_cc(
+                    name, cc if cc and number(cc) is not None else None, row.get("pci.device_id")
+                ),
                 memory_total_mib=_int(row.get("memory.total")),
                 memory_used_mib=_int(row.get("memory.used")),
                 temp_c=_int(row.get("temperature.gpu")),
@@ -266,8 +281,8 @@ def summary(data: Gpus) -> str:
         groups[g.name] = groups.get(g.name, 0) + 1
     first = data.gpus[0]
     cc = f"cc {first.cc} {first.sm} {first.arch}" if first.cc else "cc ?"
-    if first.cc_source == "name":
-        cc += " (from name)"
+    if first.cc_source in ("name", "pci_id"):
+        cc += " (from PCI id)" if first.cc_source == "pci_id" else " (from name)"
     names = ", ".join(f"{n}× {name}" for name, n in groups.items())
     bits = [names, cc, gib(first.memory_total_mib)]
     bits.append(f"driver {data.driver_version or '?'} CUDA {data.cuda_version or '?'}")

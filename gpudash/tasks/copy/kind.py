@@ -1,4 +1,5 @@
-"""The copy task as task events, like `gpudash.tasks.runner.run_task`: queued, the check on
+"""The copy task as task events (direct, host to host: `gpudash.tasks.copy.direct`; through
+gpudash with `via = "gpudash"`: below), like `gpudash.tasks.runner.run_task`: queued, the check on
 the destination, started, the log (progress redraws in place), then exactly one end event.
 
 The transfer itself is `gpudash.tasks.copy.transfer.Copy`; this module runs it beside the cancel
@@ -65,6 +66,12 @@ async def run_copy(
         return
     if ended is not None:
         yield ended
+        return
+    if params.via == "direct":
+        from gpudash.tasks.copy.direct import DirectCopy
+
+        async for event in DirectCopy(host, transport, source, prepared, params, cancel).events():
+            yield event
         return
 
     run_id = new_run_id()

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from gpudash.tasks.spec import TaskSpec
 
 
+VIAS = ("direct", "gpudash")
+
+
 @dataclass(frozen=True)
 class CopyParams:
     source: str
@@ -24,6 +27,13 @@ class CopyParams:
     to: str
     """Where on the destination: the same path as on the source unless `to` is set."""
     replace: bool
+    via: str = "direct"
+    """"direct": source host -> destination host; "gpudash": through gpudash (today's path)."""
+    streams: int = 4
+    chunk_mb: int = 256
+    """Files bigger than this are sent as byte ranges over several streams at once."""
+    source_address: str = ""
+    """The address the destination sees the source connect from; "" = the source's route."""
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> CopyParams:
@@ -33,7 +43,15 @@ class CopyParams:
             path,
             str(params.get("to") or "") or path,
             bool(params.get("replace")),
+            str(params.get("via") or "direct"),
+            _int(params.get("streams"), 4),
+            _int(params.get("chunk_mb"), 256),
+            str(params.get("source_address") or ""),
         )
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def check_hosts(tasks: Mapping[str, TaskSpec], hosts: Iterable[str], report: Report) -> None:
@@ -48,7 +66,17 @@ def check_hosts(tasks: Mapping[str, TaskSpec], hosts: Iterable[str], report: Rep
                 ("tasks", name, "sudo"),
                 "a copy runs as the login user on both hosts (sudo is not supported)",
             )
-        source = CopyParams.of(spec.params).source
+        params = CopyParams.of(spec.params)
+        if params.via not in VIAS:
+            report(
+                ("tasks", name, "params", "via"),
+                f"expected one of {', '.join(VIAS)}, got {show(params.via)}",
+            )
+        if not 1 <= params.streams <= 64:
+            report(("tasks", name, "params", "streams"), "expected 1 to 64 streams")
+        if not 1 <= params.chunk_mb <= 65536:
+            report(("tasks", name, "params", "chunk_mb"), "expected 1 to 65536 (MiB)")
+        source = params.source
         if source and source not in names:
             near = suggest(source, names, value=True)
             listed = ", ".join(names) or "none"

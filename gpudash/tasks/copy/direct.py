@@ -1,0 +1,294 @@
+"""A direct copy: the bytes go from the source host to the destination over the hosts' own
+network, never through gpudash, as two detached jobs (`direct_scripts` has their shell).
+
+    gpudash:  one-use ed25519 key pair; the destination's host key from its live connection
+    dest job (task name):          authorized_keys += restrict,from="SRC",command="recv.sh" KEY
+    source job (NAME-to-DEST):     ssh -i KEY (StrictHostKeyChecking=yes, that host key only)
+                                   N tar streams + byte ranges -> recv.sh -> DEST.gpudash-partial
+                                   sha256 manifests on both hosts -> cmp -> rename into place
+
+gpudash launches both, then follows the source job's log like any task's (a restart re-attaches
+to it; quitting leaves both running). The key's removal is the jobs' own work (see
+`direct_scripts`); gpudash sweeps once more when it sees the end, as a second chance only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import ipaddress
+import re
+import time
+from collections.abc import AsyncIterator
+
+from gpudash.tasks import events as ev
+from gpudash.tasks import jobs, render
+from gpudash.tasks.copy import direct_scripts as ds
+from gpudash.tasks.copy.params import CopyParams
+from gpudash.tasks.follow import JobFollower
+from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
+from gpudash.tasks.prepare import Prepared
+from gpudash.transport.base import Transport, TransportError
+
+READY_TIMEOUT_S = 60.0
+DEST_END_WAIT_S = 30.0
+HOST_KEY_ALIAS = "gpudash-copy-dest"
+
+
+class DirectBlocked(Exception):
+    """A direct copy cannot start here; the message says why and what to set."""
+
+
+def source_job(task: str, dest: str) -> str:
+    """The source's job name for the copy of `task` to `dest`: one job dir per destination."""
+    slug = re.sub(r"[^a-z0-9_-]", "-", dest.lower())
+    name = f"{task}-to-{slug}"
+    if slug != dest or len(name) > 64:
+        name = f"{name[:55]}-{hashlib.sha256(dest.encode()).hexdigest()[:8]}"
+    return name
+
+
+def host_key_line(transport: Transport) -> str:
+    """`gpudash-copy-dest TYPE BASE64`: the key of the destination's live connection, which
+    gpudash verified against its known_hosts when it connected (the source trusts only it)."""
+    link = getattr(transport, "_link", None)
+    conn = getattr(link, "conn", None)
+    key = conn.get_server_host_key() if conn is not None else None
+    if key is None:
+        raise DirectBlocked("no verified host key for the destination (is it an SSH host?)")
+    fields = key.export_public_key().decode().split()
+    return f"{HOST_KEY_ALIAS} {fields[0]} {fields[1]}\n"
+
+
+def key_pair() -> tuple[str, str]:
+    """A fresh ed25519 pair: (private key in OpenSSH format, `ssh-ed25519 BASE64`)."""
+    import asyncssh
+
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    public = " ".join(key.export_public_key().decode().split()[:2])
+    return key.export_private_key().decode(), public
+
+
+async def source_address(source: Transport, dest_address: str, configured: str) -> str:
+    """The address the destination will see the source connect from: the source's route
+    to it (`ip route get`), else the source's configured address if it is an IP literal."""
+    script = "{\n" + render.exports({"GPUDASH_ADDR": dest_address}) + ds.ROUTE + "} </dev/null\n"
+    out, _ = await source.output(script, timeout=30)
+    for line in out.decode(errors="replace").splitlines():
+        if line.startswith("addr "):
+            with contextlib.suppress(ValueError):
+                return str(ipaddress.ip_address(line[5:].strip()))
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.ip_address(configured))
+    raise DirectBlocked(
+        "cannot tell which address the source connects from: set params.source_address"
+    )
+
+
+class DirectCopy:
+    """One direct copy to `host`: the launch of both jobs, the follow, the second-chance sweep."""
+
+    def __init__(
+        self,
+        host: str,
+        dest: Transport,
+        source: Transport,
+        prepared: Prepared,
+        params: CopyParams,
+        cancel: asyncio.Event,
+    ) -> None:
+        self.host = host
+        self.dest = dest
+        self.source = source
+        self.prepared = prepared
+        self.p = params
+        self.cancel = cancel
+        self.name = prepared.spec.name
+        self.src_job = source_job(self.name, host)
+
+    def _dest_scripts(self, run: str, public: str, from_addr: str) -> tuple[str, str]:
+        spec = self.prepared.spec
+        common = {
+            "GPUDASH_TO": self.p.to,
+            "GPUDASH_RUN": run,
+            "GPUDASH_REPLACE": "1" if self.p.replace else "0",
+        }
+        job = render.task_script(
+            {
+                **common,
+                "GPUDASH_PUB": public,
+                "GPUDASH_FROM_ADDR": from_addr,
+                "GPUDASH_EXPIRES": str(int(spec.timeout or 6 * 3600) + 120),
+            },
+            ds.DEST_JOB,
+            paths=["GPUDASH_TO"],
+        )
+        recv = render.exports(common) + render.home_expansion(["GPUDASH_TO"]) + ds.RECV
+        return job, recv
+
+    def _source_script(self, user: str, address: str, port: int, from_addr: str) -> str:
+        return render.task_script(
+            {
+                "GPUDASH_PATH": self.p.path,
+                "GPUDASH_TO": self.p.to,
+                "GPUDASH_DEST": self.host,
+                "GPUDASH_ADDR": address,
+                "GPUDASH_PORT": str(port),
+                "GPUDASH_USER": user,
+                "GPUDASH_STREAMS": str(self.p.streams),
+                "GPUDASH_CHUNK_MB": str(self.p.chunk_mb),
+                "GPUDASH_REPLACE": "1" if self.p.replace else "0",
+                "GPUDASH_FROM_ADDR": from_addr,
+            },
+            ds.SOURCE_JOB,
+            paths=["GPUDASH_PATH"],
+        )
+
+    async def _ready(self) -> tuple[str | None, bytes]:
+        """The destination job's login name once its key is in place; None and its log when
+        it ended first (it failed a check) or did not answer in time."""
+        until = time.monotonic() + READY_TIMEOUT_S
+        data = b""
+        while time.monotonic() < until:
+            data = await jobs.fetch(self.dest, self.name, 0)
+            match = re.search(rb"^gpudash-copy ready (\S+)$", data, re.M)
+            if match:
+                return match[1].decode(errors="replace"), data
+            status = await jobs.status(self.dest, self.name)
+            if status.done:
+                return None, await jobs.fetch(self.dest, self.name, 0)
+            await asyncio.sleep(0.2)
+        return None, data
+
+    async def events(self) -> AsyncIterator[ev.TaskEvent]:
+        """TaskStarted, the source job's log, exactly one end event (after TaskQueued and the
+        check, which `run_copy` said)."""
+        host, name = self.host, self.name
+        dest_host = getattr(self.dest, "host", None)
+        try:
+            if dest_host is None or not hasattr(self.dest, "_link"):
+                raise DirectBlocked(
+                    'a direct copy needs an SSH destination (via = "gpudash" copies to this one)'
+                )
+            await self.dest.connect()
+            await self.source.connect()
+            known = host_key_line(self.dest)
+            address = dest_host.address
+            port = dest_host.port or 22
+            configured = str(getattr(getattr(self.source, "host", None), "address", ""))
+            from_addr = self.p.source_address or await source_address(
+                self.source, address, configured
+            )
+            run = jobs.new_run_id()
+            private, public = key_pair()
+            dest_script, recv = self._dest_scripts(run, public, from_addr)
+            timeout = self.prepared.spec.timeout
+            files = {"recv.sh": recv}
+            dest_launch = jobs.Launch(name, dest_script, run, files=files, timeout=timeout)
+            launched = await jobs.launch(self.dest, dest_launch)
+            if launched.busy:
+                async for event in self._follow(None, attached=True):
+                    yield event
+                return
+            user, said = await self._ready()
+            if user is None:
+                for line in said.decode(errors="replace").splitlines()[-5:]:
+                    yield ev.TaskOutput(host, name, (f"{host}: {line}",), "", 0)
+                yield ev.TaskFinished(host, name, 3, 0.0, False, ())
+                return
+            src_launch = jobs.Launch(
+                self.src_job,
+                self._source_script(user, address, port, from_addr),
+                run,
+                files={"id": private, "known_hosts": known},
+                timeout=self.prepared.spec.timeout,
+            )
+            src = await jobs.launch(self.source, src_launch)
+        except DirectBlocked as exc:
+            yield ev.TaskBlocked(host, name, str(exc))
+            return
+        except jobs.JobError as exc:
+            yield ev.TaskBlocked(host, name, str(exc))
+            return
+        except TransportError as exc:
+            yield ev.TaskLost(host, name, exc.reason)
+            return
+        async for event in self._follow(src.run, attached=src.busy, run=run):
+            yield event
+
+    async def _follow(
+        self, src_run: str | None, *, attached: bool, run: str | None = None
+    ) -> AsyncIterator[ev.TaskEvent]:
+        host, name = self.host, self.name
+        log = TaskLog(host, name)
+        follower = JobFollower(
+            host,
+            self.src_job,
+            self.source,
+            src_run,
+            log=log,
+            assembler=LineAssembler(Masker(self.prepared.secrets.values())),
+            cancel=self.cancel,
+            affects=self.prepared.spec.affects,
+        )
+        yield ev.TaskStarted(host, name, src_run, attached, str(log.path), time.time())
+        stopper = asyncio.ensure_future(self._cancel_dest())
+        end: ev.TaskEvent | None = None
+        try:
+            async with contextlib.aclosing(follower.events()) as stream:
+                async for event in stream:
+                    event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
+                    if ev.is_end(event):
+                        end = event
+                        continue
+                    yield event
+            async for line in self._after(run):
+                log.write([line])
+                yield ev.TaskOutput(host, name, (line,), "", follower.offset)
+        finally:
+            stopper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await stopper
+            log.close()
+        if end is not None:
+            yield end
+
+    async def _cancel_dest(self) -> None:
+        """A cancel stops the destination job too (its TERM trap removes key and partial)."""
+        await self.cancel.wait()
+        with contextlib.suppress(TransportError):
+            await jobs.cancel(self.dest, self.name)
+
+    async def _after(self, run: str | None) -> AsyncIterator[str]:
+        """Once the source job ended: the destination job's own last word (it ends within
+        ~15 s of the source), then gpudash's second-chance sweep of both hosts."""
+        until = time.monotonic() + DEST_END_WAIT_S
+        status = None
+        with contextlib.suppress(TransportError):
+            while time.monotonic() < until:
+                status = await jobs.status(self.dest, self.name)
+                if status.done:
+                    break
+                await asyncio.sleep(0.5)
+            data = await jobs.fetch(self.dest, self.name, 0)
+            lines = data.decode(errors="replace").splitlines()
+            for line in lines[-3:]:
+                if not line.startswith("gpudash-copy ready"):
+                    yield f"{self.host} (destination): {line}"
+        if run is None:
+            return
+        with contextlib.suppress(TransportError):
+            sweep = render.exports({"GPUDASH_RUN": run}) + ds.DEST_SWEEP
+            await self.dest.output("{\n" + sweep + "} </dev/null\n", timeout=30)
+        with contextlib.suppress(TransportError):
+            gone = render.exports({"GPUDASH_TASK": self.src_job}) + (
+                'rm -f "${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK/files/id"\n'
+            )
+            await self.source.output("{\n" + gone + "} </dev/null\n", timeout=30)
+        if status is not None and not status.done:
+            yield (
+                f"{self.host} (destination): its job is still running; it removes the key"
+                " itself when the source's session ends or the copy expires"
+            )

@@ -1,0 +1,424 @@
+"""The shell of a direct copy: two detached jobs and the receiving end, all constants.
+
+    destination job (task name, e.g. `copy`)   installs the one-use key, waits, removes it
+    receiving end (`files/recv.sh` there)      what the key may run: the forced command
+    source job (`copy-to-DEST`)                sends the bytes over its own ssh, verifies
+
+Every value arrives as an `export K=<shlex.quote(v)>` line above these bodies
+(`gpudash.tasks.render.exports`). The key's removal never depends on gpudash: the destination
+job removes its line when the source's `hold` session ends (the source job exited, was killed,
+or its link went silent for 15 s), on TERM (cancel, timeout), and the receiving end refuses
+and removes it past its expiry; every copy's start sweeps expired lines left by any earlier
+one. The source job removes its private key on exit (and `jobs.launch` clears `files/`).
+
+The manifest is one line per entry, `PATH TAB TYPE TAB MODE TAB SIZE TAB SHA256 TAB LINK`,
+sorted bytewise (LC_ALL=C) on both hosts, so "identical" is `cmp` and the differences are
+`comm`. Names with a tab, newline or backslash are refused up front (they would need an
+escaping that `find -printf` and `sha256sum` do not share); `via = "gpudash"` copies them.
+"""
+
+from __future__ import annotations
+
+# ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
+
+# A manifest of directory $1 into file $2 (and $2.list, $2.sha beside it). sha256sum runs
+# on 8 files at a time so each process's output is one write (< PIPE_BUF) into the pipe.
+MANIFEST_FN = r"""
+manifest() {
+    ( cd "$1" || exit 3
+      find . -mindepth 1 \( -type l -printf '%P\tl\t%m\t0\t-\t%l\n' \) \
+          -o \( -type f -printf '%P\tf\t%m\t%s\t\t\n' \) \
+          -o -printf '%P\t%y\t%m\t0\t-\t\n' > "$2.list" || exit 4
+      find . -type f -print0 | xargs -0 -r -P "${GPUDASH_HASHERS:-2}" -n 8 sha256sum -- \
+          | cat > "$2.sha" || exit 5
+      awk -F '\t' -v OFS='\t' '
+          FNR == NR { n = substr($0, 67); sub(/^\.\//, "", n); sha[n] = substr($0, 1, 64); next }
+          $2 == "f" { $5 = sha[$1] }
+          { print }' "$2.sha" "$2.list" | LC_ALL=C sort > "$2" || exit 6
+      rm -f "$2.list" "$2.sha" )
+}
+"""
+
+# Lines of authorized_keys this copy added, and any gpudash copy line past its expiry, out.
+# The file is rewritten in place (cat >) so its owner, mode and inode stay the user's.
+SWEEP_FN = r"""
+AK="$HOME/.ssh/authorized_keys"
+sweep() {
+    [ -f "$AK" ] || return 0
+    ( flock 8
+      awk -v tag="$1" -v now="$(date +%s)" '{
+          for (i = 1; i <= NF; i++) if ($i ~ /^gpudash-copy-[0-9A-Za-z-]+-until-[0-9]+$/) {
+              u = $i; sub(/.*-until-/, "", u)
+              if ((tag != "" && index($i, tag "-until-") == 1) || u + 0 <= now) next
+          }
+          print }' "$AK" > "$AK.gpudash-tmp" && cat "$AK.gpudash-tmp" > "$AK"
+      rm -f "$AK.gpudash-tmp" ) 8>> "$HOME/.ssh/.gpudash-copy.lock"
+}
+"""
+
+_DEST_COMMON = r"""
+S="$GPUDASH_TO.gpudash-partial"
+TAG="gpudash-copy-$GPUDASH_RUN"
+"""
+
+# The destination job. It prints `gpudash-copy ready USER` once the key is in place.
+DEST_JOB = (
+    _DEST_COMMON
+    + SWEEP_FN
+    + r"""
+fail() { echo "gpudash: $*"; exit 3; }
+for tool in tar sha256sum find sort comm awk flock dd; do
+    command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the destination host"
+done
+tar --version 2>/dev/null | grep -q 'GNU tar' \
+    || fail "the destination's tar is not GNU tar (a direct copy needs it; via = \"gpudash\" does not)"
+J="$GPUDASH_JOB"
+case "$J" in *[!A-Za-z0-9._/-]*) fail "the job directory $J has characters authorized_keys cannot hold" ;; esac
+if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists and is not a directory"; fi
+mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
+mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
+rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held"
+: > "$J/held"
+sweep ""
+UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
+echo "$UNTIL" > "$J/until"
+stop() {
+    sweep "$TAG"
+    rm -rf "$S"
+    echo "gpudash: stopped: the copy's key is removed from $AK, the partial copy too"
+    exit 143
+}
+trap stop TERM INT HUP
+[ -e "$AK" ] || { : > "$AK" && chmod 600 "$AK"; } || fail "cannot create $AK"
+LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh\" $GPUDASH_PUB $TAG-until-$UNTIL"
+( flock 8; printf '%s\n' "$LINE" >> "$AK" ) 8>> "$HOME/.ssh/.gpudash-copy.lock" \
+    || fail "cannot write $AK"
+echo "gpudash-copy ready $(id -un)"
+i=0
+while [ ! -e "$J/hold-started" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
+if [ ! -e "$J/hold-started" ]; then
+    sweep "$TAG"
+    fail "the source host never connected (within 120 s); the key is removed"
+fi
+while ! flock -n "$J/held" true; do
+    [ "$(date +%s)" -lt "$UNTIL" ] || break
+    sleep 0.5
+done
+sweep "$TAG"
+if [ -e "$J/finished" ]; then
+    echo "gpudash: $GPUDASH_TO is in place and verified; the copy's key is removed from $AK"
+    exit 0
+fi
+if [ -e "$J/aborted" ]; then
+    echo "gpudash: the copy failed; the key and the partial copy are removed"
+    exit 1
+fi
+echo "gpudash: the source went away before the end; the key is removed, the partial copy" \
+    "$S is kept: run the copy again to resume"
+exit 1
+"""
+)
+
+# The receiving end: the forced command of the one-use key. Its verbs touch only this copy's
+# partial directory and destination; a path from the source is refused if absolute or if it
+# climbs (`..`). `hold` keeps the source's presence visible to the destination job: it ends
+# when the session does, or when no heartbeat byte came for 15 s.
+RECV = (
+    _DEST_COMMON
+    + SWEEP_FN
+    + MANIFEST_FN
+    + r"""
+J=$(cd "$(dirname "$0")/.." && pwd) || exit 3
+U=$(cat "$J/until" 2>/dev/null)
+if [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ]; then
+    sweep "$TAG"
+    echo "gpudash: this copy's key has expired" >&2
+    exit 3
+fi
+safe() {
+    case "/$1/" in *"/../"* | *"/./"* | "//"*) return 1 ;; esac
+    [ -n "$1" ]
+}
+set -f
+set -- $SSH_ORIGINAL_COMMAND
+case "$1" in
+hold)
+    exec 7>> "$J/held"
+    flock 7
+    : > "$J/hold-started"
+    while [ "$(timeout 15 head -c 1 | wc -c)" -eq 1 ] 2>/dev/null; do :; done
+    ;;
+manifest)
+    if [ -d "$S" ]; then
+        manifest "$S" "$J/m.dst" || exit 4
+        echo "base partial"
+    elif [ -d "$GPUDASH_TO" ]; then
+        manifest "$GPUDASH_TO" "$J/m.dst" || exit 4
+        echo "base final"
+    else
+        : > "$J/m.dst"
+        echo "base none"
+    fi
+    cat "$J/m.dst"
+    ;;
+prune)
+    [ -d "$S" ] || exit 0
+    while IFS= read -r p; do
+        safe "$p" && rm -rf "$S/$p"
+    done
+    ;;
+recv)
+    mkdir -p "$S" || exit 3
+    exec tar -xpf - --no-same-owner -C "$S"
+    ;;
+part)
+    IFS= read -r hdr || exit 3
+    off=${hdr%%"	"*}; rest=${hdr#*"	"}; mode=${rest%%"	"*}; p=${rest#*"	"}
+    case "$off$mode" in *[!0-9]* | "") exit 3 ;; esac
+    safe "$p" || exit 3
+    mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || exit 3
+    dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none || exit 4
+    chmod "$mode" "$S/$p"
+    ;;
+ping)
+    ;;
+prepare)
+    mkdir -p "$S" || exit 3
+    manifest "$S" "$J/m.dst" || exit 4
+    ;;
+verify)
+    cat > "$J/m.src" || exit 3
+    if ! cmp -s "$J/m.src" "$J/m.dst"; then
+        n=$(LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | wc -l)
+        echo "verification failed on the destination: $n manifest lines differ, the first:"
+        LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | cut -f 1-5 | head -n 10 | sed 's/^/  /'
+        rm -rf "$S"
+        : > "$J/aborted"
+        exit 1
+    fi
+    if [ -e "$GPUDASH_TO" ]; then
+        [ "$GPUDASH_REPLACE" = 1 ] || { echo "$GPUDASH_TO appeared meanwhile: not replaced"; exit 3; }
+        mv "$GPUDASH_TO" "$S.old" && mv "$S" "$GPUDASH_TO" && rm -rf "$S.old" || exit 3
+    else
+        mv "$S" "$GPUDASH_TO" || exit 3
+    fi
+    : > "$J/finished"
+    echo "in place: $GPUDASH_TO"
+    ;;
+done)
+    : > "$J/finished"
+    ;;
+abort)
+    rm -rf "$S"
+    : > "$J/aborted"
+    ;;
+*)
+    echo "gpudash: not a copy command" >&2
+    exit 2
+    ;;
+esac
+"""
+)
+
+# The source job: plan, send over N streams (big files in byte ranges), verify, report.
+SOURCE_JOB = (
+    MANIFEST_FN
+    + r"""
+K="$GPUDASH_JOB/files/id"
+W="$GPUDASH_JOB/work"
+HOLD=
+BEAT=
+cleanup() {
+    rm -f "$K"
+    exec 8>&- 2>/dev/null
+    [ -n "$BEAT" ] && kill "$BEAT" 2>/dev/null
+    [ -n "$HOLD" ] && kill "$HOLD" 2>/dev/null
+    rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'remote 15 abort </dev/null >/dev/null 2>&1; exit 143' TERM INT HUP
+fail() { echo "gpudash: $*"; exit "${RC:-1}"; }
+remote() {
+    t=$1
+    shift
+    timeout -k 5 "$t" ssh -i "$K" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
+        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$GPUDASH_JOB/files/known_hosts" \
+        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias=gpudash-copy-dest \
+        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=15 -o LogLevel=ERROR \
+        -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
+        -p "$GPUDASH_PORT" -l "$GPUDASH_USER" "$GPUDASH_ADDR" "$@"
+}
+# Why an ssh to the destination failed, in one line (its stderr is in $1).
+said() {
+    if grep -q 'Host key verification failed\|REMOTE HOST IDENTIFICATION HAS CHANGED' "$1" 2>/dev/null; then
+        echo "the destination's host key is not the one gpudash trusts: refused"
+    elif grep -q 'Permission denied' "$1" 2>/dev/null; then
+        echo "the destination refused the copy's key (its sshd does not read ~/.ssh/authorized_keys, or the source's address is not $GPUDASH_FROM_ADDR)"
+    else
+        tail -n 1 "$1" 2>/dev/null
+    fi
+}
+human() { awk -v n="$1" 'BEGIN { split("B KiB MiB GiB TiB", u, " "); i = 1
+    while (n >= 1024 && i < 5) { n /= 1024; i++ }
+    if (i == 1) printf "%d %s", n, u[i]; else printf "%.1f %s", n, u[i] }'; }
+for tool in ssh tar sha256sum find sort comm awk dd mkfifo timeout; do
+    command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the source host"
+done
+tar --version 2>/dev/null | grep -q 'GNU tar' || fail "the source's tar is not GNU tar"
+[ -d "$GPUDASH_PATH" ] || fail "no directory $GPUDASH_PATH on the source host"
+cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
+NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t')
+bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
+[ -z "$bad" ] || fail "a name with a tab, newline or backslash ($bad): copy it with via = \"gpudash\""
+rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
+GPUDASH_HASHERS=$(( $(nproc 2>/dev/null || echo 2) / 2 )); [ "$GPUDASH_HASHERS" -ge 1 ] || GPUDASH_HASHERS=1
+[ "$GPUDASH_HASHERS" -le 8 ] || GPUDASH_HASHERS=8
+export GPUDASH_HASHERS
+echo "direct copy from this host to $GPUDASH_DEST:$GPUDASH_TO ($GPUDASH_STREAMS streams)"
+
+# The hold session: the destination job watches it (and removes the key when it ends).
+mkfifo "$W/hold" || fail "mkfifo failed"
+remote 0 hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
+HOLD=$!
+exec 8> "$W/hold"
+( while sleep 2; do printf . || exit 0; done ) >&8 2>/dev/null &
+BEAT=$!
+
+remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err" \
+    || fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
+base=$(head -n 1 "$W/dst.m")
+tail -n +2 "$W/dst.m" > "$W/dst.l"
+base=${base#base }
+case "$base" in none | partial | final) ;; *) fail "the destination answered no manifest" ;; esac
+started=$(date +%s)
+if [ "$base" != none ]; then
+    echo "the destination has a $base copy: hashing here to compare (size + sha256)"
+    manifest . "$W/src.m" || fail "cannot list or hash $GPUDASH_PATH"
+    if [ "$base" = final ] && cmp -s "$W/src.m" "$W/dst.l"; then
+        n=$(awk -F '\t' '$2 == "f"' "$W/src.m" | wc -l)
+        remote 60 done </dev/null 2> "$W/err" || fail "$(said "$W/err")"
+        echo "already complete: $n files, every sha256, mode and link target matches; nothing copied"
+        exit 0
+    fi
+    if [ "$base" = final ]; then
+        [ "$GPUDASH_REPLACE" = 1 ] || { RC=3; fail "$GPUDASH_TO exists on $GPUDASH_DEST and differs (replace = true overwrites it)"; }
+        : > "$W/dst.l"
+    fi
+    # What differs: send the source's lines the destination lacks; prune what it has extra
+    # (a directory kept when the source has one at that path: its mode is re-sent).
+    LC_ALL=C comm -23 "$W/src.m" "$W/dst.l" > "$W/send.m"
+    LC_ALL=C comm -13 "$W/src.m" "$W/dst.l" | awk -F '\t' 'FNR == NR { t[$1] = $2; next }
+        $2 != "d" || t[$1] != "d" { print $1 }' "$W/src.m" - > "$W/prune"
+    if [ -s "$W/prune" ]; then
+        remote 600 prune < "$W/prune" 2> "$W/err" || fail "prune: $(said "$W/err")"
+    fi
+    awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1 }' "$W/send.m" > "$W/send"
+    have=$(awk -F '\t' '$2 == "f"' "$W/dst.l" | wc -l)
+    echo "resuming: $have files already there; $(awk -F '\t' '$2 == "f"' "$W/send" | wc -l) to send"
+else
+    find . -mindepth 1 \( -type d -printf '0\td\t%m\t%P\n' \) -o \( -type f -printf '%s\tf\t%m\t%P\n' \) \
+        -o -printf '0\t%y\t%m\t%P\n' > "$W/send" || fail "cannot list $GPUDASH_PATH"
+fi
+TOTAL=$(awk -F '\t' '{ s += $1 } END { printf "%.0f", s }' "$W/send")
+FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
+
+# The plan: each stream's tar list and byte ranges, biggest first to the least loaded.
+N=$GPUDASH_STREAMS
+CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
+awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
+    -v n="$N" -v chunk="$CHUNK" -v dir="$W" '
+    function least(   w, b) { b = 0; for (w = 1; w < n; w++) if (load[w] < load[b]) b = w; return b }
+    {
+        if ($2 == "f" && n > 1 && $1 + 0 > chunk) {
+            for (off = 0; off < $1 + 0; off += chunk) {
+                w = least(); left = $1 - off; load[w] += (left < chunk ? left : chunk)
+                printf "%d\t%d\t%s\t%s\n", off / 1048576, chunk / 1048576, $3, $4 > (dir "/parts." w)
+            }
+        } else {
+            w = least(); load[w] += $1 + 512
+            print "./" $4 > (dir "/list." w)
+        }
+    }'
+awk -F '\t' '$2 == "d" { print "./" $4 }' "$W/send" > "$W/dirs"
+echo "sending $FILES files ($(human "$TOTAL"))"
+
+# One stream: its tar (progress: a dot per 100 records of 10 KiB), then its byte ranges.
+stream() {
+    w=$1
+    if [ -s "$W/list.$w" ]; then
+        tar -cf - --no-recursion --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
+            2> "$W/dots.$w" | remote 0 recv 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+    fi
+    [ -s "$W/parts.$w" ] || return 0
+    k=0
+    while IFS="$TAB" read -r off count mode path; do
+        k=$((k + 1))
+        { printf '%s\t%s\t%s\n' "$off" "$mode" "$path"
+          dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k"
+        } | remote 0 part 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+    done < "$W/parts.$w"
+}
+done_bytes() {
+    d=$(cat "$W"/dots.* 2>/dev/null | wc -c)
+    p=$(for f in "$W"/dd.*; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -a 'bytes' | tail -n 1 | awk '{ print $1 }'; done | awk '{ s += $1 } END { printf "%.0f", s }')
+    awk -v d="$d" -v p="$p" -v t="$TOTAL" 'BEGIN { b = d * 1024000 + p; if (b > t) b = t; printf "%.0f", b }'
+}
+t0=$(date +%s)
+pids=
+w=0
+while [ $w -lt "$N" ]; do stream $w & pids="$pids $!"; w=$((w + 1)); done
+(
+    while sleep 1; do
+        b=$(done_bytes); now=$(date +%s); el=$((now - t0)); [ $el -gt 0 ] || el=1
+        awk -v b="$b" -v t="$TOTAL" -v el="$el" -v f="$FILES" 'BEGIN {
+            r = b / el; eta = (r > 0) ? (t - b) / r : 0
+            split("B KiB MiB GiB TiB", u, " ")
+            x = b; i = 1; while (x >= 1024 && i < 5) { x /= 1024; i++ }; sb = sprintf("%.1f %s", x, u[i])
+            x = t; j = 1; while (x >= 1024 && j < 5) { x /= 1024; j++ }; st = sprintf("%.1f %s", x, u[j])
+            x = r; k = 1; while (x >= 1024 && k < 5) { x /= 1024; k++ }; sr = sprintf("%.1f %s/s", x, u[k])
+            printf "\rcopied %s / %s (%d%%) at %s, ETA %ds, %d files", sb, st, (t > 0 ? b * 100 / t : 100), sr, eta, f
+        }'
+    done
+) &
+PROG=$!
+rc=0
+for p in $pids; do wait "$p" || rc=1; done
+kill "$PROG" 2>/dev/null; wait "$PROG" 2>/dev/null
+if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
+    echo
+    why=$(for f in "$W"/err.*; do [ -s "$f" ] && said "$f"; done | head -n 1)
+    if ! remote 20 ping </dev/null >/dev/null 2>&1 && ! kill -0 "$HOLD" 2>/dev/null; then
+        fail "the connection to $GPUDASH_DEST was lost ($why): the partial copy is kept there; run the copy again to resume"
+    fi
+    remote 60 abort </dev/null >/dev/null 2>&1
+    fail "sending failed: $why; the partial copy is removed"
+fi
+if [ -s "$W/dirs" ]; then
+    tar -cf - --no-recursion -T "$W/dirs" | remote 600 recv 2> "$W/err" || fail "directories: $(said "$W/err")"
+fi
+t1=$(date +%s)
+el=$((t1 - t0)); [ $el -gt 0 ] || el=1
+printf '\rcopied %s in %ss (%s/s), %s files\n' "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"
+echo "verifying: sha256, mode and link target of every entry, on both hosts"
+remote 0 prepare </dev/null 2> "$W/err.prep" &
+PREP=$!
+if [ ! -s "$W/src.m" ]; then manifest . "$W/src.m" || fail "cannot hash $GPUDASH_PATH"; fi
+wait "$PREP" || fail "the destination could not hash its copy: $(said "$W/err.prep")"
+remote 600 verify < "$W/src.m" 2> "$W/err" > "$W/verify" || { cat "$W/verify"; fail "the copy on $GPUDASH_DEST is not verified"; }
+cat "$W/verify"
+n=$(awk -F '\t' '$2 == "f"' "$W/src.m" | wc -l)
+size=$(awk -F '\t' '$2 == "f" { s += $4 } END { printf "%.0f", s }' "$W/src.m")
+echo "verified: $n files ($(human "$size")), every sha256, mode and link target matches (copy ${el}s, verify $(( $(date +%s) - t1 ))s)"
+"""
+)
+
+# gpudash's own best-effort sweep after a run (the jobs do it themselves; this is a second
+# chance when the destination job was killed with SIGKILL).
+DEST_SWEEP = SWEEP_FN + 'sweep "gpudash-copy-$GPUDASH_RUN"\n'
+
+# The source's address on the way to the destination, as the destination will see it.
+ROUTE = r"""
+a=$(getent ahostsv4 "$GPUDASH_ADDR" 2>/dev/null | awk 'NR == 1 { print $1 }')
+[ -n "$a" ] || a=$GPUDASH_ADDR
+ip -o -4 route get "$a" 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/addr \1/p' | head -n 1
+"""
