@@ -35,8 +35,24 @@ COMMAND_MODULES: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
+    _intermixing = False
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """A command's options anywhere among its positionals (`gpudash parse smi --text F`):
+        plain argparse matches `KIND [FILE]` in one go at `smi`, leaving FILE unrecognized
+        once an option sits between them. Intermixed parsing cannot take a parser that has
+        subcommands (the top one), so only the commands' own parsers use it."""
+        nested = any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions)
+        if nested or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

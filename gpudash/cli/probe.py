@@ -1,5 +1,11 @@
-"""`gpudash probe [HOST...]` without a screen: a readable line per section as it arrives, or
-one JSON document; `--save DIR` keeps each host's raw outputs, `--replay DIR` shows them."""
+"""`gpudash probe [HOST...]` without a screen: a readable line per section, or one JSON
+document; `--save DIR` keeps each host's raw outputs, `--replay DIR` shows them.
+
+Text is grouped by host: a host's lines come as one block once it has finished (the first
+host to finish comes first), so ten hosts answering at once never interleave into a column
+no one can read. With one host there is nothing to group and each line comes as its section
+arrives; `--interleave` gets that for many hosts too (each line prefixed with its host).
+"""
 
 from __future__ import annotations
 
@@ -26,6 +32,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_selection(probe)
     probe.add_argument("--json", action="store_true", help="print one JSON document")
+    probe.add_argument(
+        "--interleave",
+        action="store_true",
+        help="print each line as it arrives, hosts mixed (default: a block per finished host)",
+    )
     probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
     probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
     add_config_option(probe)
@@ -45,7 +56,9 @@ def _probe(args: argparse.Namespace) -> ExitCode:
             probe_file.unlink()
         except OSError as exc:
             raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
-    return asyncio.run(probe_command(config, names, as_json=args.json, save=save))
+    return asyncio.run(
+        probe_command(config, names, as_json=args.json, save=save, interleave=args.interleave)
+    )
 
 
 async def probe_command(
@@ -55,22 +68,37 @@ async def probe_command(
     as_json: bool,
     save: Path | None,
     out: TextIO | None = None,
+    interleave: bool = False,
 ) -> ExitCode:
-    """Probe `names` (default: all), print as the events come, and return FAILED when any
-    host did not answer."""
+    """Probe `names` (default: all), print as the events come (a block per host as each
+    finishes, unless `interleave`), and return FAILED when any host did not answer."""
+    from gpudash.cli.document import envelope
+
     out = out or sys.stdout
     async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
         width = max((len(h.name) for h in hosts), default=4)
+        stream = interleave or len(hosts) < 2
+        held: dict[str, list[str]] = {}
         async for event in fleet.probe(names):
             snapshot = fleet.results[event.host]  # the fleet folded `event` in already
-            if not as_json:
-                _print_event(event, snapshot, width, out)
-            if isinstance(event, ProbeFinished) and save is not None:
-                save_host(save, snapshot)
+            if not as_json and (line := _event_line(event, snapshot, width)) is not None:
+                if stream:
+                    out.write(line)
+                    out.flush()
+                else:
+                    held.setdefault(event.host, []).append(line)
+            if isinstance(event, ProbeFinished):
+                if save is not None:
+                    save_host(save, snapshot)
+                if held.get(event.host):
+                    out.write("".join(held.pop(event.host)))
+                    out.flush()
+        for lines in held.values():  # a host that never finished (cannot happen today)
+            out.write("".join(lines))
         results = [fleet.results.get(h.name) or HostResult(h.name) for h in hosts]
     if as_json:
-        json.dump({"hosts": [r.to_json() for r in results]}, out, indent=2)
+        json.dump(envelope({"hosts": [r.to_json() for r in results]}), out, indent=2)
         out.write("\n")
     else:
         _print_totals(results, out)
@@ -79,15 +107,16 @@ async def probe_command(
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
-def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> None:
+def _event_line(event: Event, snap: HostResult, width: int) -> str | None:
+    """The text line `event` prints, if any."""
     prefix = f"{snap.name:<{width}} │ "
     if isinstance(event, SectionDone):
         if snap.state is HostState.FAILED or (event.result.error and not event.result.parts):
-            return  # a section that never came: the host line below says why
-        out.write(f"{prefix}{event.result.name:<8} {section_line(event.result)}\n")
-    elif isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
-        out.write(f"{prefix}FAILED   {event.reason}\n")
-    out.flush()
+            return None  # a section that never came: the host line below says why
+        return f"{prefix}{event.result.name:<8} {section_line(event.result)}\n"
+    if isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
+        return f"{prefix}FAILED   {event.reason}\n"
+    return None
 
 
 def _print_totals(results: list[HostResult], out: TextIO) -> None:
