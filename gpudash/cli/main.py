@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "gpudash.cli.tasks",
     "check": "gpudash.cli.check",
     "report": "gpudash.cli.report",
+    "completion": "gpudash.cli.completion",
 }
 
 
@@ -109,6 +110,8 @@ def entry() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command `argv` names (default: sys.argv) and return its exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["__complete"]:  # a shell asking for candidates (gpudash/cli/completion.py)
+        return _complete(argv[1:])
     try:
         args = build_parser(argv).parse_args(argv)
         return _dispatch(args)
@@ -124,6 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(ExitCode.BROKEN_PIPE)
+
+
+def _complete(words: Sequence[str]) -> int:
+    """Print the completion candidates for `words`, one a line; never an error at a prompt."""
+    from gpudash.cli.completion import complete
+
+    try:
+        candidates = complete(build_parser(None), list(words))
+    except Exception:  # whatever went wrong, a TAB must not print a traceback into the line
+        return int(ExitCode.OK)
+    sys.stdout.write("".join(f"{c}\n" for c in candidates))
+    return int(ExitCode.OK)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
