@@ -114,7 +114,9 @@ async def probe_host(
     failure = failure and failure.removeprefix(f"{host.name}: ")
     for name in plan.names:
         if name not in seen:
-            why = failure or "the host printed no output for it"
+            why = failure or getattr(
+                transport, "missing_section", "the host printed no output for it"
+            )
             result = SectionResult(name, None, why, {}, time.monotonic() - probe_start, None)
             yield SectionDone(host.name, result)
     if failure:

@@ -17,6 +17,9 @@ from gpudash.probe.parts import Part
 if TYPE_CHECKING:  # a name only: a probe that shows no findings imports no check
     from gpudash.checks.finding import Finding
 
+NOT_SAVED = "not in this saved probe (saved before gpudash probed it)"
+"""A replayed section the saved probe does not hold: said on the section, not a finding."""
+
 
 class HostState(str, enum.Enum):
     PENDING = "pending"

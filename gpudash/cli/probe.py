@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import TextIO
 
@@ -23,6 +25,7 @@ from gpudash.fleet import Fleet
 from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone
 from gpudash.saved import save_host
 from gpudash.summary import section_line
+from gpudash.text import clean_line
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,9 +54,9 @@ def _probe(args: argparse.Namespace) -> ExitCode:
     if save is not None:
         try:  # before connecting anywhere: a bad --save must not cost a whole probe round
             save.mkdir(mode=0o700, parents=True, exist_ok=True)
-            probe_file = save / ".gpudash-write-test"
-            probe_file.touch()
-            probe_file.unlink()
+            fd, name = tempfile.mkstemp(prefix=".gpudash-write-test-", dir=save)  # O_EXCL
+            os.close(fd)
+            os.unlink(name)
         except OSError as exc:
             raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
     return asyncio.run(
@@ -75,6 +78,7 @@ async def probe_command(
     from gpudash.cli.document import envelope
 
     out = out or sys.stdout
+    unsaved: list[str] = []
     async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
         width = max((len(h.name) for h in hosts), default=4)
@@ -90,7 +94,11 @@ async def probe_command(
                     held.setdefault(event.host, []).append(line)
             if isinstance(event, ProbeFinished):
                 if save is not None:
-                    save_host(save, snapshot)
+                    try:
+                        save_host(save, snapshot)
+                    except OSError as exc:  # a planted symlink, a full disk: said, no traceback
+                        unsaved.append(event.host)
+                        print(f"gpudash: --save: {clean_line(str(exc))}", file=sys.stderr)
                 if held.get(event.host):
                     out.write("".join(held.pop(event.host)))
                     out.flush()
@@ -103,7 +111,7 @@ async def probe_command(
     else:
         _print_totals(results, out)
     out.flush()
-    failed = any(r.state is not HostState.READY for r in results)
+    failed = unsaved or any(r.state is not HostState.READY for r in results)
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
@@ -113,10 +121,16 @@ def _event_line(event: Event, snap: HostResult, width: int) -> str | None:
     if isinstance(event, SectionDone):
         if snap.state is HostState.FAILED or (event.result.error and not event.result.parts):
             return None  # a section that never came: the host line below says why
-        return f"{prefix}{event.result.name:<8} {section_line(event.result)}\n"
+        return _said(f"{prefix}{event.result.name:<8} {section_line(event.result)}")
     if isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
-        return f"{prefix}FAILED   {event.reason}\n"
+        return _said(f"{prefix}FAILED   {event.reason}")
     return None
+
+
+def _said(line: str) -> str:
+    """One line for the terminal. Host names, reasons and section lines carry host or file
+    text (a replayed capture's host label can hold OSC 52 or U+202E): cleaned here, last."""
+    return clean_line(line) + "\n"
 
 
 def _print_totals(results: list[HostResult], out: TextIO) -> None:
@@ -125,4 +139,4 @@ def _print_totals(results: list[HostResult], out: TextIO) -> None:
     line = f"{ready} of {len(results)} hosts answered"
     if failed:
         line += "; failed: " + ", ".join(f"{r.name} ({r.error})" for r in failed)
-    out.write(line + "\n")
+    out.write(_said(line))

@@ -91,6 +91,7 @@ def test_one_good_host_finishes_while_each_bad_host_gets_its_one_line_reason(
         "env",
         "models",
         "network",
+        "health",
     }
     gpu = ok["sections"]["gpus"]["data"]["gpus"][0]
     assert (gpu["name"], gpu["cc"], gpu["sm"], gpu["arch"]) == (
@@ -167,7 +168,7 @@ def test_the_readable_output_has_a_line_per_section_and_a_total(
     lines = run.stdout.splitlines()
     gpu_line = next(line for line in lines if "│ gpus" in line)
     assert "1× NVIDIA H200" in gpu_line and "sm_90" in gpu_line and "CUDA 13.0" in gpu_line
-    assert sum("│" in line for line in lines) == 7
+    assert sum("│" in line for line in lines) == 8  # a line per registered section
     assert lines[-1] == "1 of 1 hosts answered"
 
 
