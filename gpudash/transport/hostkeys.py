@@ -242,7 +242,10 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def _read(path: Path) -> str:
     """One known_hosts file's text; a FIFO, a device or a huge file (ssh_config's
-    UserKnownHostsFile can name anything) is a RefusedFile naming it, never a hang."""
+    UserKnownHostsFile can name anything) is a RefusedFile naming it, never a hang.
+    `/dev/null` is the common idiom for "keep no keys" and reads as empty, as in OpenSSH."""
+    if str(path) == os.devnull:
+        return ""
     try:
         text = read_text(path, limit=KNOWN_HOSTS_LIMIT)
     except FileNotFoundError:
