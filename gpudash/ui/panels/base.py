@@ -2,7 +2,9 @@
 
 A panel redraws only when its section's result object changes (results are frozen and
 replaced on every event), so other hosts' and other sections' events never touch it, and
-not even then when the new result draws the same (another host with the same facts).
+not even then when the new result draws the same (another host with the same facts). A panel
+that also draws from other sections names them in `ALSO` (the GPUs panel's health column):
+those count as its own for that test, and reach `render_section` through `self.also`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ def _same(section: SectionResult | None, previous: object) -> bool:
     )
 
 
+def _same_also(also: tuple[SectionResult | None, ...], previous: tuple[object, ...]) -> bool:
+    """Whether the `ALSO` sections draw like the previous ones (None, not arrived, like None)."""
+    return all(
+        (a is None and b is None) or _same(a, b) for a, b in zip(also, previous, strict=True)
+    )
+
+
 class Panel(ScrollableContainer, can_focus=True):
     """A focusable, maximisable box for one section.
 
@@ -48,6 +57,8 @@ class Panel(ScrollableContainer, can_focus=True):
         Binding("escape", "app.leave_panel", "Hosts", tooltip="Back to the host list"),
     ]
     SECTION: ClassVar[str] = ""
+    ALSO: ClassVar[tuple[str, ...]] = ()
+    """Other sections the panel draws from; it redraws when one of them changes too."""
     TITLE: ClassVar[str] = ""
     COMPONENT_CLASSES: ClassVar[set[str]] = {"panel--error", "panel--muted"}
     DEFAULT_CSS = """
@@ -76,6 +87,9 @@ class Panel(ScrollableContainer, can_focus=True):
         self._shown: object = object()  # the SectionResult on screen (identity)
         self._host: str | None = None
         self._error: Text | None = None  # the shown section's error line
+        self._also: tuple[object, ...] = tuple(object() for _ in self.ALSO)  # on screen
+        self.also: dict[str, SectionResult | None] = {}
+        """The `ALSO` sections of the host drawn, by name, for `render_section`."""
 
     def compose(self) -> ComposeResult:
         yield Static(Text("waiting for the host", style="dim"), classes="panel-text -muted")
@@ -109,12 +123,16 @@ class Panel(ScrollableContainer, can_focus=True):
 
     def show(self, host: HostResult) -> None:
         section = host.sections.get(self.SECTION)
-        if section is self._shown and host.name == self._host:
+        also = tuple(host.sections.get(name) for name in self.ALSO)
+        unchanged = all(a is b for a, b in zip(also, self._also, strict=True))
+        if section is self._shown and host.name == self._host and unchanged:
             if section is None:
                 self._placeholder(host)
             return
         previous, self._host, self._shown = self._shown, host.name, section
-        if _same(section, previous):
+        previous_also, self._also = self._also, also
+        self.also = dict(zip(self.ALSO, also, strict=True))
+        if _same(section, previous) and _same_also(also, previous_also):
             return  # another host with the same facts: what is on screen is right already
         self._error = None
         if section is None:
