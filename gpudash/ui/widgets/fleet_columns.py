@@ -33,6 +33,8 @@ class Column:
     extra: bool = False
     """Shown only where the screen has room for it after every other column at full width:
     a wide terminal gets more facts side by side instead of the same ten, padded."""
+    style: Callable[[str], str] | None = None
+    """The style of a value (a verdict's colour), where it is not highlighted as odd."""
 
 
 def _state(host: HostResult) -> str:
@@ -157,6 +159,37 @@ def _health(host: HostResult) -> str | None:
     return "ok" if data.gpus or data.kernel.source else "?"
 
 
+def _verify(host: HostResult) -> str | None:
+    """The verify task's last result in a word: "FAIL" where it or its findings fail,
+    "stale" where the driver or torch changed since, "refused", "?" (unreadable), else "ok"
+    (or "warn": a finding such as a slow GPU) with the median bf16 TFLOP/s of its GPUs;
+    "not run" where the probe looked and found none. The verdicts are the checks' (the host's
+    findings, gpudash/checks/verify.py), so the column never says ok where they do not."""
+    section = host.sections.get("verify")
+    data = section.data if section is not None else None
+    if data is None or not data.looked:
+        return None
+    result = data.result
+    if result is None:
+        return "not run"
+    found = {f.code: f.severity.name for f in host.findings if f.code.startswith("verify.")}
+    if result.status == "fail" or "FAIL" in found.values():
+        return "FAIL"
+    if "verify.stale" in found:
+        return "stale"
+    if result.status in ("refused", "unknown"):
+        return "refused" if result.status == "refused" else "?"
+    speeds = sorted(g.matmul_tflops for g in result.gpus if g.matmul_tflops is not None)
+    word = "warn" if "WARN" in found.values() else "ok"
+    return f"{word} {speeds[len(speeds) // 2]:.0f}T" if speeds else word
+
+
+def _verify_style(value: str) -> str:
+    if value == "FAIL":
+        return "bold red"
+    return "yellow" if value.startswith(("stale", "warn", "refused", "?")) else ""
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
     Column("state", "state", _state, compare=False, floor=11, gives_first=True),
@@ -170,6 +203,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("models", "models", _models, section="models", floor=6),
     Column("network", "network", _network, section="network", floor=7),
     Column("health", "health", _health, section="health", floor=6),
+    # Reads the host's findings too (stale, a slow GPU): recomputed at each snapshot, cheaply.
+    Column("verify", "verify", _verify, compare=False, extra=True, style=_verify_style),
     Column("gpu_mem", "GPU mem", _gpu_mem, section="gpus", extra=True),
     Column("cpus", "CPUs", _system("cpus"), section="system", extra=True),
     Column("ram", "RAM", _system("memory_total_bytes"), section="system", extra=True),
@@ -219,7 +254,9 @@ def _cell(host: HostResult, column: Column, usual: str | None, value: object) ->
     if column.key == "host":
         return remote(value, style="bold")
     odd = column.compare and usual is not None and value != usual
-    return remote(value, style="bold yellow reverse" if odd else "")
+    if odd:
+        return remote(value, style="bold yellow reverse")
+    return remote(value, style=column.style(str(value)) if column.style else "")
 
 
 def sort_key(host: HostResult, column: Column) -> tuple[int, str]:
