@@ -280,11 +280,12 @@ class DirectCopy:
         if run is None:
             return
         with contextlib.suppress(TransportError):
-            sweep = render.exports({"GPUDASH_RUN": run}) + ds.DEST_SWEEP
+            sweep = render.exports({"GPUDASH_RUN": run, "GPUDASH_TASK": self.name}) + ds.DEST_SWEEP
             await self.dest.output("{\n" + sweep + "} </dev/null\n", timeout=30)
         with contextlib.suppress(TransportError):
             gone = render.exports({"GPUDASH_TASK": self.src_job}) + (
-                'rm -f "${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK/files/id"\n'
+                'J="${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK"\n'
+                'rm -f "$J/files/id" "$J"/d[0-9]*/files/id\n'
             )
             await self.source.output("{\n" + gone + "} </dev/null\n", timeout=30)
         if status is not None and not status.done:
