@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from gpudash.config.model import parse_config  # noqa: E402
+from gpudash.config.load import parse_config  # noqa: E402
 from gpudash.host_probe import plan_for  # noqa: E402
 from gpudash.probe.script import build_script  # noqa: E402
 from tests.support import fakegpu  # noqa: E402

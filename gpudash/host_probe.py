@@ -24,7 +24,7 @@ from gpudash.model import (
 from gpudash.probe.parts import split_parts
 from gpudash.probe.registry import SECTION_NAMES, Section, all_sections, sections_loaded
 from gpudash.probe.script import ProbePlan, make_plan
-from gpudash.probe.stream import RawSection
+from gpudash.probe.stream import NOTE, RawSection
 from gpudash.transport.base import Transport, TransportError
 
 TIMED_OUT = (124, 137)
@@ -90,18 +90,26 @@ async def probe_host(
     yield HostStateChanged(host.name, HostState.PROBING, sections_total=total)
     probe_start = time.monotonic()
     seen: set[str] = set()
+    notes: list[str] = []
     failure: str | None = None
     stream = transport.probe(plan, timeout=host.probe_timeout)
     try:
         async with deadline(host.probe_timeout + 5):
             async for raw in stream:
+                if raw.name == NOTE:
+                    notes.append(raw.text)
+                    continue
                 section = by_name.get(raw.name)
                 if section is None or raw.name in seen:
                     continue  # not ours: a forged or repeated frame
                 seen.add(raw.name)
                 elapsed = time.monotonic() - probe_start
                 limit = plan.timeout_for(section)
-                result = parse_section(section, raw, plan.nonce, elapsed, limit)
+                # Off the event loop: a hostile host's output slows only its own parse, never
+                # another host's result, the probe deadline or a key press (DESIGN "Trust").
+                result = await asyncio.to_thread(
+                    parse_section, section, raw, plan.nonce, elapsed, limit
+                )
                 yield SectionDone(host.name, result)
     except TransportError as exc:
         failure = exc.reason
@@ -114,11 +122,14 @@ async def probe_host(
     failure = failure and failure.removeprefix(f"{host.name}: ")
     for name in plan.names:
         if name not in seen:
-            why = failure or "the host printed no output for it"
+            why = failure or getattr(
+                transport, "missing_section", "the host printed no output for it"
+            )
             result = SectionResult(name, None, why, {}, time.monotonic() - probe_start, None)
             yield SectionDone(host.name, result)
     if failure:
-        yield HostStateChanged(host.name, HostState.FAILED, f"{host.name}: {failure}")
+        reason = f"{host.name}: {failure}"
+        yield HostStateChanged(host.name, HostState.FAILED, reason, notes=tuple(notes))
     else:
-        yield HostStateChanged(host.name, HostState.READY)
+        yield HostStateChanged(host.name, HostState.READY, notes=tuple(notes))
     yield ProbeFinished(host.name, time.monotonic() - start)

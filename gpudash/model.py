@@ -17,6 +17,9 @@ from gpudash.probe.parts import Part
 if TYPE_CHECKING:  # a name only: a probe that shows no findings imports no check
     from gpudash.checks.finding import Finding
 
+NOT_SAVED = "not in this saved probe (saved before gpudash probed it)"
+"""A replayed section the saved probe does not hold: said on the section, not a finding."""
+
 
 class HostState(str, enum.Enum):
     PENDING = "pending"
@@ -57,6 +60,8 @@ class HostResult:
     sections_total: int = 0
     elapsed_s: float | None = None
     findings: tuple[Finding, ...] = ()  # worst first, after each round
+    notes: tuple[str, ...] = ()
+    """What the probe round says about how it ran (e.g. no `timeout` on the host's PATH)."""
 
     @property
     def done(self) -> int:
@@ -73,6 +78,7 @@ class HostResult:
             "error": self.error,
             "elapsed_s": None if self.elapsed_s is None else round(self.elapsed_s, 3),
             "sections": {k: v.to_json() for k, v in self.sections.items()},
+            "notes": list(self.notes),
         }
 
 
@@ -82,6 +88,7 @@ class HostStateChanged:
     state: HostState
     reason: str | None = None
     sections_total: int = 0
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,7 @@ def apply(snapshot: HostResult, event: Event) -> HostResult:
             state=event.state,
             error=event.reason,
             sections_total=event.sections_total or snapshot.sections_total,
+            notes=event.notes or snapshot.notes,
         )
     if isinstance(event, SectionDone):
         sections = dict(snapshot.sections)

@@ -4,7 +4,8 @@
     render_json(result, findings)     -> dict
 
 Every string that came from the host (GPU names, paths, tool messages) is untrusted: parsers
-removed control characters, and `md()` escapes what Markdown would act on (table pipes,
+removed control characters, `md()` cleans it again (`gpudash.text.clean_line`: control, bidi
+and zero-width characters shown, not acted on) and escapes what Markdown would act on (table pipes,
 backticks, emphasis, links, HTML), so a hostile name can neither break a table nor inject
 markup into the ticket.
 """
@@ -19,15 +20,18 @@ from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
 from gpudash.model import HostResult, to_jsonable
 from gpudash.summary import human_bytes
+from gpudash.text import clean, clean_line
 
 if TYPE_CHECKING:
     from gpudash.probe.sections.env import Env
     from gpudash.probe.sections.gpus import Gpus
+    from gpudash.probe.sections.health import Health
     from gpudash.probe.sections.models import Models
     from gpudash.probe.sections.network import Network
     from gpudash.probe.sections.system import System
     from gpudash.probe.sections.toolkit import Toolkit
     from gpudash.probe.sections.topology import Topology
+    from gpudash.probe.sections.verify import VerifySection
     from gpudash.probe.topo import Topology as TopoMatrix
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
@@ -37,7 +41,7 @@ def md(value: object) -> str:
     """Remote text as literal Markdown on one line: `?` for None."""
     if value is None:
         return "?"
-    text = str(value).replace("\r", " ").replace("\n", " ")
+    text = clean_line(str(value))
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
@@ -90,6 +94,8 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         ("Env", _env),
         ("Models", _models),
         ("Network", _network),
+        ("Health", _health),
+        ("Verify", _verify),
     )
     for title, part in parts:
         section = result.sections.get(title.lower())
@@ -102,7 +108,9 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         if section.data is not None:
             lines += part(section.data)
             lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # Last, over the whole text: whatever host or file text reached it by any path, no
+    # control, bidi or zero-width character reaches the ticket or the terminal.
+    return clean("\n".join(lines)).rstrip("\n") + "\n"
 
 
 def _findings(findings: Sequence[Finding]) -> list[str]:
@@ -345,3 +353,82 @@ def _network(n: Network) -> list[str]:
     proxies = f"; proxy variables: {md(', '.join(n.proxies))}" if n.proxies else ""
     lines.append(f"HF token: {token}{extra}{proxies}.")
     return lines
+
+
+def _health(h: Health) -> list[str]:
+    """What the health section read, per GPU and for the host (the verdicts are above)."""
+    from gpudash.probe.sections.health import summary
+
+    lines = []
+    if h.gpus:
+        rows = []
+        for i, g in enumerate(h.gpus):
+            link = f"gen{g.pcie_gen or '?'}/{g.pcie_gen_max or '?'} x{g.pcie_width or '?'}"
+            link += f"/{g.pcie_width_max or '?'}"
+            xids = sorted({e.xid for e in h.kernel.xids if e.bus == g.key})
+            rows.append(
+                (
+                    i,
+                    g.key or g.bus_id,
+                    ", ".join(g.reasons) if g.reasons_read else "?",
+                    link,
+                    _yes(g.remap_pending, "yes", "no") if g.remap_pending is not None else "?",
+                    "?" if g.ecc_uncorrected_volatile is None else g.ecc_uncorrected_volatile,
+                    ", ".join(map(str, xids)) or "none",
+                )
+            )
+        lines += _table(
+            ["#", "Bus", "Clock reasons", "PCIe", "Remap pending", "Uncorr. ECC", "Xid"], rows
+        )
+        lines.append("")
+    lines.append(md(summary(h)) + ".")
+    return lines
+
+
+def _verify(v: VerifySection) -> list[str]:
+    """What the verify task measured on the GPUs (proven, not inferred), with its age."""
+    from gpudash.probe.sections.verify import age_text
+
+    r = v.result
+    if not v.looked:
+        return ["Not looked for by this probe."]
+    if r is None:
+        return ["Not run on this host (the verify task, key V, runs it)."]
+    age = v.age_s()
+    when = f", {age_text(age)} ago" if age is not None else ""
+    lines = [
+        f"Status **{r.status}**{when}; torch {md(r.torch.version or '?')} "
+        f"(CUDA {md(r.torch.cuda or '?')}), driver {md(r.driver or '?')}, "
+        f"python `{md(r.executable or '?')}`.",
+        "",
+    ]
+    if r.refused:
+        lines += [f"Refused: {md(r.refused)}", ""]
+    if r.gpus:
+        rows = [
+            (
+                g.index,
+                md(g.name or "?"),
+                md(g.arch or "?"),
+                _rate(g.matmul_tflops),
+                _rate(g.copy_gbps),
+                f"{_rate(g.h2d_gbps, 1)} / {_rate(g.d2h_gbps, 1)}",
+                md(g.error or ("wrong results" if g.matmul_ok is False else "ok")),
+            )
+            for g in r.gpus
+        ]
+        header = ("GPU", "name", "arch", "bf16 TFLOP/s", "copy GB/s", "H2D / D2H GB/s", "status")
+        lines += _table(header, rows)
+    n = r.nccl
+    if n is not None and (n.world or 0) >= 2:
+        what = md(n.error) if n.error else f"busbw {_rate(n.busbw_gbps)} GB/s"
+        lines += ["", f"All-reduce over {n.world} GPUs ({(n.bytes or 0) >> 20} MiB bf16): {what}."]
+    for e in r.engines:
+        state = "ok" if e.ok else f"failed: {md(e.error or '?')}"
+        lines.append(f"- {md(e.name)} {md(e.version or '')}: {state}")
+    lines += [f"- {md(f)}" for f in r.failures]
+    return lines
+
+
+def _rate(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

@@ -3,7 +3,12 @@
 Remote output may carry ANSI/OSC escape sequences (title changes, clipboard writes, cursor
 moves) and other control characters. `strip_escapes` removes escape sequences for parsing;
 `clean` additionally neutralises every remaining control character so that the text can be
-shown on a terminal literally.
+shown on a terminal literally, and shows the invisible characters that make text read other
+than it is (bidi overrides and isolates, zero-width characters) as `<U+202E>`: "Trojan
+Source", CVE-2021-42574 (https://trojansource.codes/trojan-source.pdf, section 3.1, lists
+U+202A-U+202E and U+2066-U+2069; U+200E/U+200F/U+061C are the implicit marks of Unicode
+UAX #9 rev 48 section 2; U+200B-U+200D, U+2060, U+FEFF the zero-width ones of Unicode 15
+chapter 23.2), plus U+2028/U+2029, which some terminals and editors treat as line breaks.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ _ESCAPE = re.compile(
 )
 # Leftovers of an escape whose ESC byte was lost in a paste: "[4m", "[0m".
 _LEFTOVER_SGR = re.compile(r"\[[0-9;]{1,8}m")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]"
+)
 
 
 def strip_escapes(text: str) -> str:
@@ -52,6 +59,8 @@ def _caret(ch: str) -> str:
         return ""
     if code < 0x20:
         return "^" + chr(code + 0x40)
+    if code > 0xFF:
+        return f"<U+{code:04X}>"
     return f"<{code:02x}>"
 
 

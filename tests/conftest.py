@@ -145,7 +145,7 @@ def silent_port() -> Iterator[int]:
         yield listener.port
 
 
-_TIERS = ("unit", "ssh", "app", "rig")
+_TIERS = ("unit", "perf", "ssh", "app", "rig")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

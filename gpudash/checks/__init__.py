@@ -9,7 +9,8 @@ hosts' results and the config); nothing here connects, prints or imports the scr
     FindingsComputed(host, findings)                    the core event carrying them
 
 Check families, one module each: `driver` (driver vs toolkit), `wheels` (torch/FlashInfer vs
-driver and GPU arch), `nvlink`, `gpus`, `disk`, `network`, `env`, `expect` (the config's
+driver and GPU arch), `nvlink`, `gpus`, `health` (Xids, clock slowdowns, PCIe links, memory
+errors, lost GPUs, fabric manager, RDMA), `disk`, `network`, `env`, `expect` (the config's
 `expect` tables) and `compare` (hosts sharing a tag). Each family that had data to look at and
 found nothing wrong says so with one `ok` finding, so a report shows what was checked.
 `Finding` and `Severity` live in `finding`, the tag groups `compare` reads in `groups`, what
@@ -56,7 +57,19 @@ def run_checks(
 
     Total: a check family that raises leaves one `check.error` finding naming it, and the
     other families still run, so one bug costs one verdict, never the host or the fleet."""
-    from gpudash.checks import compare, disk, driver, env, expect, gpus, network, nvlink, wheels
+    from gpudash.checks import (
+        compare,
+        disk,
+        driver,
+        env,
+        expect,
+        gpus,
+        health,
+        network,
+        nvlink,
+        verify,
+        wheels,
+    )
     from gpudash.checks.context import Context
     from gpudash.checks.fixes import task_keys
 
@@ -79,7 +92,20 @@ def run_checks(
     else:
         found.extend(ctx.section_notes())
     if ctx.any_data:
-        for family in (gpus, driver, wheels, nvlink, disk, network, env, expect, compare):
+        families = (
+            gpus,
+            health,
+            driver,
+            wheels,
+            nvlink,
+            disk,
+            network,
+            env,
+            expect,
+            compare,
+            verify,
+        )
+        for family in families:
             try:
                 found.extend(family.check(ctx))
             except Exception as exc:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
-from gpudash.model import HostResult
+from gpudash.model import NOT_SAVED, HostResult
 from gpudash.probe.registry import SECTION_NAMES
 from gpudash.versions import Version, parse_version
 
@@ -135,6 +135,8 @@ class Context:
             section = self.result.sections.get(name)
             if section is None and not self.result.sections:
                 continue  # nothing probed yet
+            if section is not None and section.error == NOT_SAVED:
+                continue  # a replay of a capture older than the section: its panel says so
             if section is None or section.data is None or section.error:
                 why = (section.error if section else None) or "not probed"
                 out.append(

@@ -23,6 +23,7 @@ from pathlib import Path
 from gpudash.cli.errors import UsageError
 from gpudash.config.model import Config, HostConfig
 from gpudash.saved import load_host, saved_hosts
+from gpudash.text import clean_line
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -50,11 +51,16 @@ def replay_config(root: Path) -> Config:
     if not dirs:
         raise UsageError(f"{root}: no saved hosts in it (no */meta.json)")
     hosts = []
+    seen: dict[str, Path] = {}
     for directory in dirs:
         try:
-            name = load_host(directory).host
+            # The label is the capture's own word: cleaned (no OSC 52, no U+202E) and capped.
+            name = clean_line(load_host(directory).host)[:200] or directory.name
         except (OSError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(clean_line(str(exc))) from None
+        if name in seen:
+            raise UsageError(f"{directory} and {seen[name]} both say they are host {name!r}")
+        seen[name] = directory
         hosts.append(
             HostConfig(name=name, transport="replay", address=name, replay_dir=str(directory))
         )

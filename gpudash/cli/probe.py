@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import TextIO
 
@@ -17,6 +19,7 @@ from gpudash.fleet import Fleet
 from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone
 from gpudash.saved import save_host
 from gpudash.summary import section_line
+from gpudash.text import clean_line
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,9 +43,9 @@ def _probe(args: argparse.Namespace) -> ExitCode:
     if save is not None:
         try:  # before connecting anywhere: a bad --save must not cost a whole probe round
             save.mkdir(mode=0o700, parents=True, exist_ok=True)
-            probe_file = save / ".gpudash-write-test"
-            probe_file.touch()
-            probe_file.unlink()
+            fd, name = tempfile.mkstemp(prefix=".gpudash-write-test-", dir=save)  # O_EXCL
+            os.close(fd)
+            os.unlink(name)
         except OSError as exc:
             raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
     return asyncio.run(probe_command(config, names, as_json=args.json, save=save))
@@ -59,6 +62,7 @@ async def probe_command(
     """Probe `names` (default: all), print as the events come, and return FAILED when any
     host did not answer."""
     out = out or sys.stdout
+    unsaved: list[str] = []
     async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
         width = max((len(h.name) for h in hosts), default=4)
@@ -67,7 +71,11 @@ async def probe_command(
             if not as_json:
                 _print_event(event, snapshot, width, out)
             if isinstance(event, ProbeFinished) and save is not None:
-                save_host(save, snapshot)
+                try:
+                    save_host(save, snapshot)
+                except OSError as exc:  # a planted symlink, a full disk: said, never a traceback
+                    unsaved.append(event.host)
+                    print(f"gpudash: --save: {clean_line(str(exc))}", file=sys.stderr)
         results = [fleet.results.get(h.name) or HostResult(h.name) for h in hosts]
     if as_json:
         json.dump({"hosts": [r.to_json() for r in results]}, out, indent=2)
@@ -75,7 +83,7 @@ async def probe_command(
     else:
         _print_totals(results, out)
     out.flush()
-    failed = any(r.state is not HostState.READY for r in results)
+    failed = unsaved or any(r.state is not HostState.READY for r in results)
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
@@ -84,10 +92,19 @@ def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> Non
     if isinstance(event, SectionDone):
         if snap.state is HostState.FAILED or (event.result.error and not event.result.parts):
             return  # a section that never came: the host line below says why
-        out.write(f"{prefix}{event.result.name:<8} {section_line(event.result)}\n")
+        _say(out, f"{prefix}{event.result.name:<8} {section_line(event.result)}")
     elif isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
-        out.write(f"{prefix}FAILED   {event.reason}\n")
+        _say(out, f"{prefix}FAILED   {event.reason}")
+    if isinstance(event, HostStateChanged):
+        for note in event.notes:  # how the probe ran there (no `timeout` on PATH, ...)
+            _say(out, f"{prefix}note     {note}")
     out.flush()
+
+
+def _say(out: TextIO, line: str) -> None:
+    """One line for the terminal. Host names, reasons and section lines carry host or file
+    text (a replayed capture's host label can hold OSC 52 or U+202E): cleaned here, last."""
+    out.write(clean_line(line) + "\n")
 
 
 def _print_totals(results: list[HostResult], out: TextIO) -> None:
@@ -96,4 +113,4 @@ def _print_totals(results: list[HostResult], out: TextIO) -> None:
     line = f"{ready} of {len(results)} hosts answered"
     if failed:
         line += "; failed: " + ", ".join(f"{r.name} ({r.error})" for r in failed)
-    out.write(line + "\n")
+    _say(out, line)

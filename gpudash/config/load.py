@@ -26,11 +26,15 @@ from pathlib import Path
 from gpudash.config.document import check_document
 from gpudash.config.lines import KeyLines, KeyPath, key_lines, render_path
 from gpudash.config.model import Config, ConfigError, ConfigProblem, HostConfig, UiConfig
+from gpudash.files import MiB, RefusedFile, read_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
+
+CONFIG_LIMIT = 4 * MiB
+"""A config of a thousand hosts is ~100 KB; anything past this is not a config."""
 
 EMBEDDED_DEFAULT = '[hosts.localhost]\ntransport = "local"\n'
 """With no config file gpudash triages the machine it runs on. Kept as TOML and parsed like
@@ -79,8 +83,10 @@ def load_config(cli_path: str | None = None, environ: Mapping[str, str] = os.env
     if path is None:
         return default_config()
     file = str(path)
-    try:
-        data = path.read_bytes()
+    try:  # a FIFO, a device or a huge file named as the config: refused, never read blindly
+        data = read_bytes(path, limit=CONFIG_LIMIT)
+    except RefusedFile as exc:
+        raise ConfigError([ConfigProblem(file, None, "", f"cannot read: {exc.why}")]) from None
     except OSError as exc:
         problem = ConfigProblem(file, None, "", f"cannot read: {exc.strerror or exc}")
         raise ConfigError([problem]) from None
@@ -97,10 +103,13 @@ def parse_config(text: str, file: str) -> Config:
     """Parse and check a config's text; `file` is only used to name it in problems."""
     try:
         data = tomllib.loads(text)
+        problems = _Problems(file, key_lines(text, data))
+        checked = check_document(data, problems.report)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([_syntax_problem(file, str(exc))]) from None
-    problems = _Problems(file, key_lines(text, data))
-    checked = check_document(data, problems.report)
+    except RecursionError:  # tomllib recurses per nesting level: `a = [[[[...` 3000 deep
+        problem = ConfigProblem(file, None, "", "invalid TOML: nested too deeply")
+        raise ConfigError([problem]) from None
     if problems.rows:
         # In file order, like a compiler; problems with no line (a missing key) go last.
         rows = sorted(problems.rows, key=lambda row: (row.line is None, row.line or 0))

@@ -7,7 +7,8 @@ path below it. The tables that say which key takes which check are `gpudash.conf
 (hosts, ui, keys), `gpudash.config.expect` (`[expect]`) and `gpudash.tasks.values` (tasks).
 
 This is the bottom of the config checks: it imports only `gpudash.config.lines` (key paths and
-TOML quoting), so every table, and gpudash.tasks, can import it without a loop.
+TOML quoting) and the leaf `gpudash.files`, so every table, and gpudash.tasks, can import it
+without a loop.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from gpudash.config.lines import KeyPath, quote
+from gpudash.files import MiB, RefusedFile, check_regular
 
 
 class Invalid(ValueError):
@@ -106,6 +108,22 @@ def text(value: object) -> str:
 def local_path(value: object) -> str:
     """A path on this machine: `~` expands here, not on the host."""
     return os.path.expanduser(text(value))
+
+
+KEY_FILE_LIMIT = 4 * MiB
+"""An identity_file or known_hosts larger than this is not one (a key is ~3 KB)."""
+
+
+def local_file(value: object) -> str:
+    """`local_path` of a file gpudash (or asyncssh) will read: if it exists, a regular file
+    of sane size. A FIFO would hang the read past any connect_timeout, /dev/zero would fill
+    memory: refused here, as one line naming the file."""
+    path = local_path(value)
+    try:
+        check_regular(path, limit=KEY_FILE_LIMIT)
+    except RefusedFile as exc:
+        raise Invalid(str(exc)) from None
+    return path
 
 
 def url(value: object) -> str:

@@ -105,6 +105,7 @@ _BY_NAME: tuple[tuple[str, str], ...] = (
     (r"\bP100\b", "6.0"),
     (r"\bP40\b|\bP4\b|\bGTX 10\d0\b|\bTITAN XP?\b", "6.1"),
 )
+_NAME_CHARS = 256
 _NAME_PATTERNS = tuple((re.compile(p), cc) for p, cc in _BY_NAME)
 
 
@@ -117,6 +118,7 @@ def cc_from_name(gpu_name: str) -> str | None:
     """
     if not isinstance(gpu_name, str):
         return None
+    gpu_name = gpu_name[:_NAME_CHARS]  # a name, not a document: bounded work per GPU
     name = re.sub(r"\.\.\.|…", " ", gpu_name.upper())
     name = " ".join(re.split(r"[\s\-_/,()]+", name))
     for pattern, cc in _NAME_PATTERNS:

@@ -31,6 +31,30 @@ class NvccVersion:
         return {"release": self.release, "version": self.version, "build": self.build}
 
 
+_NOT_FOUND = re.compile(r":?\s*(?:command\s+)?not found", re.I)
+
+
+def _missing(text: str) -> bool:
+    r"""`nvcc: not found`, `nvcc: command not found`, `No such file`. Line by line, with
+    `nvcc\S*` found by str methods: the regex `nvcc\S*:?\s*...` searched over the whole text
+    was quadratic on `nvccnvcc...` (issue 20)."""
+    if "No such file" in text:
+        return True
+    for line in text.split("\n"):
+        low = line.lower()
+        at = low.find("nvcc")
+        if at < 0 or "not found" not in low:
+            continue
+        end = at + 4
+        while end < len(low) and not low[end].isspace():
+            end += 1
+            if low[end - 1] == ":" and _NOT_FOUND.match(low, end - 1):
+                return True
+        if _NOT_FOUND.match(low, end):
+            return True
+    return False
+
+
 def parse_nvcc(text: str) -> NvccVersion:
     """Read release, full version and build tag; all None (with a note) for anything else."""
     if not isinstance(text, str):
@@ -38,7 +62,7 @@ def parse_nvcc(text: str) -> NvccVersion:
     text = strip_escapes(text).replace("\r", "")
     if not text.strip():
         return NvccVersion(notes=("empty output",))
-    if re.search(r"nvcc\S*:?\s*(?:command\s+)?not found|No such file", text, re.I):
+    if _missing(text):
         return NvccVersion(notes=(f"nvcc missing: {clean_line(text.strip()[:120])}",))
     m = _RELEASE.search(text)
     release = version = None

@@ -13,10 +13,10 @@ from typing import Any
 
 from gpudash.text import clean_line, strip_escapes
 
-_GPU = re.compile(
-    r"^\s*GPU\s+(?P<index>\d+)\s*:\s*(?P<name>.*?)\s*(?:\(UUID:\s*(?P<uuid>[^)]*)\))?\s*$"
-)
-_LINK = re.compile(r"^\s*Link\s+(?P<link>\d+)\s*:\s*(?P<value>.*?)\s*$", re.I)
+# Only line heads are matched by regex; the rest is split with str methods. (A lazy `.*?`
+# before `\s*(...)?\s*$` made `GPU 0: x<3000 spaces>y` cubic: issue 20.)
+_GPU = re.compile(r"\s*GPU\s+(?P<index>\d+)\s*:")
+_LINK = re.compile(r"\s*Link\s+(?P<link>\d+)\s*:", re.I)
 _SPEED = re.compile(r"^(?P<speed>\d+(?:\.\d+)?)\s*GB/s$", re.I)
 _ALL_INACTIVE = re.compile(r"all links are inactive", re.I)
 
@@ -61,6 +61,14 @@ class NvlinkStatus:
         return {"gpus": [g.to_json() for g in self.gpus]}
 
 
+def _name_uuid(rest: str) -> tuple[str, str | None]:
+    """`NVIDIA H200 (UUID: GPU-...)`: the name and the UUID (None when not given)."""
+    at = rest.rfind("(UUID:")
+    if at < 0 or not rest.endswith(")") or ")" in rest[at:-1]:
+        return rest, None
+    return rest[:at].strip(), rest[at + 6 : -1]
+
+
 def parse_nvlink(text: str) -> NvlinkStatus:
     """Read `nvlink -s`; never raises. Empty output means no NVLink (no GPUs listed)."""
     if not isinstance(text, str):
@@ -82,7 +90,7 @@ def parse_nvlink(text: str) -> NvlinkStatus:
     for line in lines:
         if m := _GPU.match(line):
             flush()
-            name, uuid = m.group("name"), m.group("uuid")
+            name, uuid = _name_uuid(line[m.end() :].strip())
             current = NvlinkGpu(
                 int(m.group("index")),
                 clean_line(name) or None,
@@ -93,7 +101,7 @@ def parse_nvlink(text: str) -> NvlinkStatus:
             if current is None:
                 current = NvlinkGpu(None, None, None)
                 notes.append("link lines before any GPU line")
-            speed = _SPEED.match(m.group("value"))
+            speed = _SPEED.match(line[m.end() :].strip())
             value = float(speed.group("speed")) if speed else None
             links.append(NvLink(int(m.group("link")), value, speed is not None))
         elif _ALL_INACTIVE.search(line):

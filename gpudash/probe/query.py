@@ -15,8 +15,8 @@ from typing import Any
 from gpudash.text import strip_escapes
 
 _FIELD = re.compile(r"^[A-Za-z_][\w.]*(?:\s*\[[^\]]*\])?$")
-_UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")
-_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(?:[A-Za-z%/]+)?\s*$")
+# Applied to stripped text, anchored at both ends, no two `\s*` side by side: linear (issue 20).
+_NUMBER = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*(?:[A-Za-z%/]+)?")
 MISSING = frozenset(
     {
         "",
@@ -46,14 +46,18 @@ class QueryTable:
 
 def field_name(column: str) -> str:
     """`memory.total [MiB]` → `memory.total`."""
-    return _UNIT.sub("", column).strip()
+    column = column.strip()
+    at = column.rfind("[")
+    if column.endswith("]") and at >= 0 and "]" not in column[at:-1]:
+        column = column[:at]
+    return column.strip()
 
 
 def number(value: str | None) -> float | None:
     """`78.73 W` → 78.73, `143771 MiB` → 143771.0, `0 %` → 0.0; None for N/A markers."""
     if not isinstance(value, str) or value.strip() in MISSING:
         return None
-    m = _NUMBER.match(value)
+    m = _NUMBER.fullmatch(value.strip())
     return float(m.group(1)) if m else None
 
 

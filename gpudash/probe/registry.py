@@ -20,7 +20,9 @@ from typing import Any, Generic, TypeVar
 
 from gpudash.probe.parts import Part
 
-SECTION_NAMES = ("system", "gpus", "topology", "toolkit", "env", "models", "network")
+SECTION_NAMES = (
+    "system", "gpus", "topology", "toolkit", "env", "models", "network", "health", "verify",
+)  # fmt: skip
 
 D = TypeVar("D")
 

@@ -52,27 +52,58 @@ def make_plan(
     return ProbePlan(new_nonce(), tuple(sections), dict(env), section_timeout)
 
 
+def _section_file(section: Section) -> str:
+    """A section's script file: it holds no secret. Its shell reads the nonce from the pipe
+    it was started with into a plain (never exported) variable, says it is ready, and waits
+    at the gate until every section has done the same, so that no tool of any section runs
+    while a nonce is still in a pipe that the tool could open (`/proc/PID/fd/0`)."""
+    return "\n".join(
+        (
+            "IFS= read -r GPUDASH_NONCE; exec </dev/null",
+            "echo @ready >&3; exec 3>&-",
+            'IFS= read -r gd_go <"${0%/*}/gate" || exit 125',
+            PRELUDE,
+            section.body,
+        )
+    )
+
+
 def build_script(plan: ProbePlan) -> str:
     """The whole probe; `{ ...; } </dev/null` makes sh read all of it before running any,
-    so no command inside can swallow the rest of the script from stdin."""
+    so no command inside can swallow the rest of the script from stdin.
+
+    Trust (DESIGN.md "Trust"): the nonce lives only in shell memory. The foreground shell
+    has it as an unexported variable (the script arrived on stdin, drained before anything
+    runs); each section shell gets it through a pipe from a builtin `echo` (no argv, no
+    environment, no file) before any tool runs (the gate). Tools never inherit fd 3, and a
+    line a tool writes into the section FIFO by its path cannot end a section early: the
+    foreground takes a section's status from `wait` on that section's own runner, which
+    returns only once the section has really ended.
+
+    The first line printed is the start marker and the last the exit marker: a host counts
+    as answered only when both arrived (a login shell that refused or mangled the command
+    prints neither)."""
     exports = [f"export {k}={shlex.quote(v)}" for k, v in sorted(plan.env.items())]
-    # The nonce is a plain variable of the section scripts, never exported: a tool they run
-    # (a hostile nvidia-smi, a program dumping its environment) cannot learn it and so
-    # cannot print a marker that ends its section early or forges another one.
     nonce = f"GPUDASH_NONCE={shlex.quote(plan.nonce)}"
     # Each section's file is written by the shell's own printf, not by `cat` and a here-doc:
     # seven processes fewer on the host, and each section's shell still parses only its own.
     writes = [
-        f"printf '%s\\n' {shlex.quote(chr(10).join((nonce, PRELUDE, s.body)))} >\"$D/{s.name}.sh\""
-        for s in plan.sections
+        f"printf '%s\\n' {shlex.quote(_section_file(s))} >\"$D/{s.name}.sh\"" for s in plan.sections
     ]
-    launches = [f"gd_run {s.name} {plan.timeout_for(s)} &" for s in plan.sections]
+    launches = [
+        f'gd_run {s.name} {plan.timeout_for(s)} & GD_P{i}=$!; GD_PIDS="$GD_PIDS $!"'
+        for i, s in enumerate(plan.sections)
+    ]
+    # Only names of this plan are taken from the FIFO, each once; never evaluated.
+    cases = [f"    {s.name}) gd_p=$GD_P{i}; GD_P{i}= ;;" for i, s in enumerate(plan.sections)]
+    n = len(plan.sections)
     return "\n".join(
         [
             "{",
             *exports,
             nonce,
             'M="@@gpudash:$GPUDASH_NONCE"',
+            'echo "$M:start"',
             'D=$(mktemp -d "${TMPDIR:-/tmp}/gpudash.XXXXXX") ||',
             '  { echo "$M:fatal:mktemp"; exit 70; }',
             # Sections write to files, so none of them notices a closed channel. A ticker
@@ -82,34 +113,64 @@ def build_script(plan: ProbePlan) -> str:
             'gd_cleanup() { kill $GD_PIDS 2>/dev/null; rm -rf "$D"; }',
             "trap gd_cleanup EXIT",
             "trap 'exit 143' HUP INT TERM PIPE",
-            'mkfifo "$D/q" || { echo "$M:fatal:mkfifo"; exit 71; }',
+            'mkfifo "$D/q" "$D/gate" || { echo "$M:fatal:mkfifo"; exit 71; }',
             'exec 3<>"$D/q"',
             "GD_T=; command -v timeout >/dev/null 2>&1 && GD_T=1",
+            '[ -n "$GD_T" ] || echo "$M:note:notimeout"',
             *writes,
+            # Without `timeout` on PATH: a kill timer in sh, checking every second whether
+            # the section is still there; `.late` tells the runner it fired.
+            "gd_timer() {",
+            "  gd_i=0",
+            "  while [ $gd_i -lt $1 ]; do sleep 1; kill -0 $2 || exit 0; gd_i=$((gd_i + 1)); done",
+            '  : >"$3"; kill -TERM $2; sleep 2; kill -KILL $2',
+            "}",
             "gd_run() {",
-            '  if [ -n "$GD_T" ]; then timeout -k 2 "$2" sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
-            '  else sh "$D/$1.sh" >"$D/$1.out" 2>&1 & fi',
-            "  gd_c=$!",
+            '  if [ -n "$GD_T" ]; then',
+            '    echo "$GPUDASH_NONCE" | timeout -k 2 "$2" sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
+            "    gd_c=$!",
+            "  else",
+            '    echo "$GPUDASH_NONCE" | sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
+            '    gd_c=$!; gd_timer "$2" $gd_c "$D/$1.late" </dev/null >/dev/null 2>&1 3>&- &',
+            "  fi",
             "  trap 'kill $gd_c 2>/dev/null; exit 143' TERM",
             "  wait $gd_c",
-            '  echo "$1 $?" >&3',
+            '  gd_rc=$?; [ -e "$D/$1.late" ] && gd_rc=124',
+            '  echo "$1" >&3',
+            "  exit $gd_rc",
             "}",
-            *(f'{launch}\nGD_PIDS="$GD_PIDS $!"' for launch in launches),
+            *launches,
+            # The gate: each section says @ready once it holds its nonce (one that ended
+            # first says its name: passed on to the loop below). Then all pass at once.
+            "gd_r=0; gd_early=",
+            f"while [ $gd_r -lt {n} ] && read -r gd_s <&3; do",
+            '  gd_r=$((gd_r + 1)); [ "$gd_s" = @ready ] || gd_early="$gd_early $gd_s"',
+            "done",
+            'exec 4<>"$D/gate"',
+            f"gd_r=0; while [ $gd_r -lt {n} ]; do echo; gd_r=$((gd_r + 1)); done >&4",
+            'for gd_s in $gd_early; do echo "$gd_s" >&3; done',
             # Not on stdout: a sleeping ticker must not hold the channel open at the end.
             # It holds the FIFO open itself, so its writes never fail: a script killed
             # outright (SIGKILL skips the EXIT trap) is noticed by `kill -0` of its pid.
             "( while sleep 1; do kill -0 $$ 2>/dev/null || exit; echo @tick >&3 || exit; done )"
-            " >/dev/null 2>&1 &",
+            " >/dev/null 2>&1 4>&- &",
             'GD_PIDS="$GD_PIDS $!"',
             "gd_n=0",
-            f"while [ $gd_n -lt {len(plan.sections)} ] && read -r gd_s gd_rc <&3; do",
-            '  if [ "$gd_s" = @tick ]; then echo || exit 141; continue; fi',
+            f"while [ $gd_n -lt {n} ] && read -r gd_s <&3; do",
+            "  gd_p=",
+            '  case "$gd_s" in',
+            "    @tick) echo || exit 141; continue ;;",
+            *cases,
+            "  esac",
+            '  [ -n "$gd_p" ] || continue',
+            "  wait $gd_p; gd_rc=$?",
             '  printf \'%s:begin:%s\\n\' "$M" "$gd_s"',
             '  cat "$D/$gd_s.out"',
             '  printf \'\\n%s:end:%s:%s\\n\' "$M" "$gd_s" "$gd_rc"',
             "  gd_n=$((gd_n + 1))",
             "done",
-            "exec 3>&-",
+            "exec 3>&- 4>&-",
+            'echo "$M:exit:$gd_n"',
             "} </dev/null",
             "",
         ]

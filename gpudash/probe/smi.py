@@ -20,19 +20,24 @@ _HEADER = re.compile(
     r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD)\s+Version:\s*(?P<driver>\S+)"
     r"(?:\s+CUDA(?:\s+UMD)?\s+Version:\s*(?P<cuda>[^\s|]+))?"
 )
-_NAME = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<pm>On|Off|N/A|ERR!)\s*$")
+# Linear by construction (issue 20): no lazy `.*?` before `\s+`/`\s*$` (quadratic in a run of
+# spaces); cells are stripped first and their last token split off with str methods.
+_INDEX = re.compile(r"(?P<index>\d+)\s+")
+_PM = ("On", "Off", "N/A", "ERR!")
+_MAX_LOST_NOTES = 32
 _FAN = re.compile(
     r"^\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<pwr>\S+)\s*/\s*(?P<cap>\S+)\s*$"
 )
-_MEM = re.compile(r"(?P<used>\d+|N/A|ERR!)\s*MiB\s*/\s*(?P<total>\d+|N/A|ERR!)\s*MiB")
+_MEM = re.compile(r"(?<!\d)(?P<used>\d+|N/A|ERR!)\s*MiB\s*/\s*(?P<total>\d+|N/A|ERR!)\s*MiB")
 _PROC = re.compile(
-    r"^\s*(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+(?P<type>[A-Z+]+)"
-    r"\s+(?P<name>.*?)\s+(?P<mem>\d+MiB|N/A)\s*$"
+    r"(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+(?P<type>[A-Z+]+)(?:\s|$)"
 )
+_PROC_MEM = re.compile(r"\d+MiB|N/A")
+_FLOAT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:W|C|%|MiB)?")
 _MIG = re.compile(r"^\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<mig>\d+)\s*$")
 _HANDLE = re.compile(
     r"Unable to determine the device handle for (?:GPU\s*)?(?P<bus>[0-9A-Fa-f:.]+)?"
-    r"|GPU (?P<bus2>[0-9A-Fa-f:.]+)?\s*:?\s*GPU is lost|GPU is lost",
+    r"|GPU (?P<bus2>[0-9A-Fa-f:.]+)?\s*(?::\s*)?GPU is lost|GPU is lost",
 )
 _MISSING = ("N/A", "[N/A]", "ERR!", "[Not Supported]", "Unknown Error", "")
 
@@ -133,12 +138,12 @@ def parse_smi(text: str) -> SmiTable:
             continue
         cells = [c for c in line.strip("|").split("|")]
         if section == "gpus":
-            if _NAME.match(cells[0]) and record:
+            if _name(cells[0]) and record:
                 gpus.extend(_gpu(record))
                 record = []
             record.append(cells)
-        elif section == "procs" and (p := _PROC.match(line.strip("|"))):
-            procs.append(_process(p))
+        elif section == "procs" and (proc := _process(line.strip("|"))):
+            procs.append(proc)
         elif section == "mig" and (mig := _MIG.match(cells[0])):
             mem = _MEM.search(cells[1]) if len(cells) > 1 else None
             migs.append(
@@ -158,19 +163,20 @@ def parse_smi(text: str) -> SmiTable:
 
 def _gpu(record: list[list[str]]) -> list[SmiGpu]:
     """One GPU from its 2 or 3 box lines (name/bus/ecc, fan/memory/util, MIG mode)."""
-    first = _NAME.match(record[0][0])
+    first = _name(record[0][0])
     if not first:
         return []
+    index, name, pm = first
     joined = " ".join("|".join(cells) for cells in record)
     cell = [[c.strip() for c in cells] + ["", "", ""] for cells in record]
     bus = cell[0][1].split()
     fan = _FAN.match(cell[1][0]) if len(cell) > 1 else None
     mem = _MEM.search(cell[1][1]) if len(cell) > 1 else None
     util = cell[1][2].split()[0] if len(cell) > 1 and cell[1][2] else None
-    name = _text(first.group("name"))
+    name = _text(name)
     return [
         SmiGpu(
-            index=int(first.group("index")),
+            index=index,
             name=clean_line(name) if name else None,
             bus_id=clean_line(bus[0]) if bus and _text(bus[0]) else None,
             fan=_int(fan.group("fan")) if fan else None,
@@ -183,19 +189,30 @@ def _gpu(record: list[list[str]]) -> list[SmiGpu]:
             util_percent=_int(util),
             uncorrected_ecc=_int(cell[0][2]),
             mig_mode=clean_line(m) if len(cell) > 2 and (m := _text(cell[2][2])) else None,
-            persistence_mode=_text(first.group("pm")),
+            persistence_mode=_text(pm),
             error="ERR!" in joined or "GPU is lost" in joined,
         )
     ]
 
 
 def _lost(text: str, gpus: list[SmiGpu], notes: list[str]) -> list[SmiGpu]:
-    """GPUs the driver lost print a line, not a row: flag the row with that bus id, or add one."""
+    """GPUs the driver lost print a line, not a row: flag the row with that bus id, or add one.
+
+    A bus id (or no bus id) said again adds nothing, and notes stop at _MAX_LOST_NOTES: a
+    host printing `GPU is lost` 200k times must cost one pass, not one per line per GPU."""
+    table = len(gpus)
+    seen: set[str | None] = set()
+    said = 0
     for m in _HANDLE.finditer(text):
         bus = (m.group("bus") or m.group("bus2") or "").rstrip(":.") or None
-        notes.append(clean_line(m.group(0)))
+        said += 1
+        if said <= _MAX_LOST_NOTES:
+            notes.append(clean_line(m.group(0)))
+        if bus in seen:
+            continue
+        seen.add(bus)
         tail = bus.upper().split(":", 1)[-1] if bus else None
-        hit = [i for i, g in enumerate(gpus) if tail and (g.bus_id or "").upper().endswith(tail)]
+        hit = [i for i in range(table) if tail and (gpus[i].bus_id or "").upper().endswith(tail)]
         if hit:
             for i in hit:
                 gpus[i] = _flag(gpus[i])
@@ -203,6 +220,8 @@ def _lost(text: str, gpus: list[SmiGpu], notes: list[str]) -> list[SmiGpu]:
             gpus.append(
                 SmiGpu(index=None, name=None, bus_id=clean_line(bus) if bus else None, error=True)
             )
+    if said > _MAX_LOST_NOTES:
+        notes.append(f"... and {said - _MAX_LOST_NOTES} more lines about lost GPUs")
     return gpus
 
 
@@ -210,14 +229,32 @@ def _flag(gpu: SmiGpu) -> SmiGpu:
     return SmiGpu(**{**{k: getattr(gpu, k) for k in _GPU_KEYS}, "error": True})
 
 
-def _process(m: re.Match[str]) -> SmiProcess:
-    name = m.group("name").strip()
+def _name(cell: str) -> tuple[int, str, str] | None:
+    """`0  NVIDIA H200   On`: index, name, persistence mode; None when the cell is not that."""
+    cell = cell.strip()
+    m = _INDEX.match(cell)
+    if not m:
+        return None
+    words = cell[m.end() :].rsplit(None, 1)
+    if len(words) != 2 or words[1] not in _PM:
+        return None
+    return int(m.group("index")), words[0].strip(), words[1]
+
+
+def _process(line: str) -> SmiProcess | None:
+    line = line.strip()
+    words = line.rsplit(None, 1)
+    head, mem = (words[0], words[1]) if len(words) == 2 else ("", "")
+    m = _PROC.match(head) if _PROC_MEM.fullmatch(mem) else None
+    if not m:
+        return None
+    name = head[m.end() :].strip()
     return SmiProcess(
         gpu=int(m.group("gpu")),
         pid=int(m.group("pid")),
         type=clean_line(m.group("type")),
         name=clean_line(name) if name else None,
-        memory_mib=_int(m.group("mem")),
+        memory_mib=_int(mem),
     )
 
 
@@ -227,7 +264,7 @@ def _text(value: str | None) -> str | None:
 
 
 def _float(value: str | None) -> float | None:
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(?:W|C|%|MiB)?\s*$", value or "")
+    m = _FLOAT.fullmatch((value or "").strip())
     return float(m.group(1)) if m else None
 
 

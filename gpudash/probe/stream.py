@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 MAX_SECTION_CHARS = 4 * 1024 * 1024
 MAX_LINE_CHARS = 64 * 1024
+NOTE = "@note"
+"""The name of a RawSection that is a note on the host, not a section (its text says what)."""
+NOTES = {
+    "notimeout": "no `timeout` on the host's PATH: sections ran under a shell kill timer",
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,9 @@ class FrameReader:
         self._begin = re.compile(rf"^{mark}:begin:([\w.-]+)$")
         self._end = re.compile(rf"^{mark}:end:([\w.-]+):(-?\d+)$")
         self._fatal = re.compile(rf"^{mark}:fatal:(\w+)$")
+        self._start = f"@@gpudash:{nonce}:start"
+        self._exit = re.compile(rf"^{mark}:exit:(\d+)$")
+        self._note = re.compile(rf"^{mark}:note:(\w+)$")
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
         self._overlong = False
@@ -43,6 +51,14 @@ class FrameReader:
         self._truncated = False
         self.fatal: str | None = None
         self.stray = 0
+        self.started = False
+        """The script's start marker arrived: the script really ran."""
+        self.exited: int | None = None
+        """The script's exit marker arrived (with how many sections it reported)."""
+        self.notes: list[str] = []
+        self.first_line = ""
+        """The first non-blank line printed outside any section: for a host whose script
+        never started, the remote's own error (nologin, a refused or mangled command)."""
 
     def feed(self, data: bytes) -> list[RawSection]:
         return self._lines_in(self._decoder.decode(data))
@@ -93,6 +109,15 @@ class FrameReader:
         if m := self._fatal.match(line):
             self.fatal = m.group(1)
             return None
+        if line == self._start:
+            self.started = True
+            return None
+        if m := self._exit.match(line):
+            self.exited = int(m.group(1))
+            return None
+        if m := self._note.match(line):
+            self.notes.append(m.group(1))
+            return None
         self._content(line)  # a marker of another nonce is text like any other
         return None
 
@@ -100,6 +125,8 @@ class FrameReader:
         """Keep the line within the caps; anything cut marks the section truncated."""
         if self._current is None:
             self.stray += 1
+            if not self.first_line and line.strip():
+                self.first_line = line.strip()[:200]
         elif self._full or self._size + len(line) > MAX_SECTION_CHARS:
             self._full = self._truncated = True  # keep the head: one unbroken stretch
         else:

@@ -46,12 +46,25 @@ class Topology:
         return self.links.get(a, {}).get(b) or self.links.get(b, {}).get(a)
 
     def pairs(self) -> Iterator[tuple[str, str, str]]:
-        """Each unordered GPU pair once, with its token; pairs no row describes are skipped."""
-        for i, a in enumerate(self.gpus):
-            for b in self.gpus[i + 1 :]:
-                token = self.link(a, b)
-                if token is not None:
-                    yield a, b, token
+        """Each unordered GPU pair once, with its token; pairs no row describes are skipped.
+
+        Walks the cells that were read, not every GPU pair: a 9000-column header with no
+        rows is 9000 names, not 40 million pairs (issue 20)."""
+        index = {g: i for i, g in enumerate(self.gpus)}
+        found: set[tuple[int, int]] = set()
+        for a, cols in self.links.items():
+            ia = index.get(a)
+            if ia is None:
+                continue
+            for b in cols:
+                ib = index.get(b)
+                if ib is not None and ib != ia:
+                    found.add((min(ia, ib), max(ia, ib)))
+        for i, j in sorted(found):
+            a, b = self.gpus[i], self.gpus[j]
+            token = self.link(a, b)
+            if token is not None:
+                yield a, b, token
 
     def nvlink_counts(self) -> tuple[int, ...]:
         return tuple(int(m.group(1)) for _, _, t in self.pairs() if (m := _NV.fullmatch(t)))
@@ -108,6 +121,7 @@ def parse_topo(text: str) -> Topology:
     if start is None:
         return Topology(notes=("no topology header (GPU0 ...) found",))
     columns, trailing = _header(lines[start])
+    known = set(columns)
     gpus = tuple(c for c in columns if c.startswith("GPU"))
     nics = tuple(c for c in columns if not c.startswith("GPU"))
     links: dict[str, dict[str, str]] = {}
@@ -118,7 +132,7 @@ def parse_topo(text: str) -> Topology:
         if line.strip().startswith("Legend"):
             break
         label = line.split(None, 1)[0] if line.strip() else ""
-        if label not in columns or label in links:
+        if label not in known or label in links:
             continue
         rest = line.split(label, 1)[1]
         tokens, tail = _links(rest, len(columns))
@@ -161,10 +175,12 @@ def _is_header(line: str) -> bool:
 def _header(line: str) -> tuple[list[str], list[str]]:
     columns: list[str] = []
     trailing: list[str] = []
+    seen: set[str] = set()
     for piece in _HEADER_TOKEN.findall(line):
         if piece in TRAILING:
             trailing.append(piece)
-        elif not trailing and piece not in columns:
+        elif not trailing and piece not in seen:
+            seen.add(piece)
             columns.append(piece)
     return columns, trailing
 

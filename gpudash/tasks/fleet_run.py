@@ -96,7 +96,11 @@ async def run_on_host(
             yield TaskSkipped(name, task, "does not apply to this host")
             done[task] = True
             continue
-        if facts is None and spec.kind_def.needs_facts and spec.params.get("cuda") == "auto":
+        if (
+            facts is None
+            and spec.kind_def.needs_facts
+            and spec.params.get("cuda", "auto") == "auto"
+        ):
             facts = await host_facts(host, transport)
         try:
             prepared = prepare(spec, facts, environ if environ is not None else os.environ)

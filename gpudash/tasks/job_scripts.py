@@ -6,7 +6,6 @@ on the host. Each task has one directory, `$HOME/.cache/gpudash/jobs/TASK/` (mod
     lock        flock held by the wrapper for the job's whole life: the liveness oracle
     run         the run id of the current (or last) run
     script.sh   the rendered task: `export K=<quoted>` lines, then the body
-    secret.env  `export` lines of secrets; sourced and deleted by script.sh before the body
     files/      uploaded files (patches)
     wrapper.sh  the constant wrapper below
     wpid        the wrapper's pid (a `setsid` session leader, outside the payload's group)
@@ -17,6 +16,18 @@ on the host. Each task has one directory, `$HOME/.cache/gpudash/jobs/TASK/` (mod
 
 Every script here goes to the constant `/bin/sh -s` on stdin; every value in it is an
 `export K=<shlex.quote(v)>` line or a `printf '%s' <quoted>` argument, never shell syntax.
+
+Secrets never become a file on the host. The launch script holds their `export` lines in a
+here-document opened as fd 3 (a pipe in dash and in bash >= 5.1; bash before 5.1 uses a temp
+file it deletes as soon as it is open), the wrapper inherits that fd and hands it to the
+payload as stdin, and the payload's prelude reads it (`gpudash.tasks.render`). So no exit
+path (a normal end, a failure, a refused sudo, `kill -9` of the wrapper, a launch that fails
+half-way) can leave a secret behind: the only copy is in a pipe that dies with its readers.
+(A `secret.env` left by an older gpudash is deleted by every launch.)
+
+Every write of the launch is checked: a full disk says `gpudash-job cannot-write FILE: ERROR`
+and exit 73 instead of leaving a half-written wrapper that dies without an rc (which would
+read as "killed, out of memory, or rebooted").
 """
 
 from __future__ import annotations
@@ -25,10 +36,12 @@ import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from secrets import token_hex
 
 from gpudash.tasks.values import TASK_NAME
 
 BUSY_RC = 75  # launch's exit status when a run is already going (EX_TEMPFAIL)
+CANT_CREATE_RC = 73  # launch's exit status when the job dir cannot be written (EX_CANTCREAT)
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 SUDO_PASSWORD_MESSAGE = "sudo needs a password on this host: configure NOPASSWD or log in as root"
@@ -65,8 +78,11 @@ fi
 if [ "${{GPUDASH_TIMEOUT:-0}}" -gt 0 ]; then
     set -- timeout -k 10 "$GPUDASH_TIMEOUT" "$@"
 fi
-setsid "$@" </dev/null >> "$J/log" 2>&1 9>&- &
+# fd 3: the secrets' pipe from the launch (or /dev/null), the payload's stdin; the wrapper
+# lets go of it at once, so it never holds a secret past the payload's start.
+setsid "$@" <&3 >> "$J/log" 2>&1 3<&- 9>&- &
 P=$!
+exec 3<&-
 echo "$P" > "$J/pgid.tmp" && mv -f "$J/pgid.tmp" "$J/pgid"
 wait "$P"
 rc=$?
@@ -141,17 +157,21 @@ class Launch:
 
 
 def launch_script(job: Launch) -> str:
-    """The one script that starts a run, or prints `busy RUN` (exit 75) when one is going."""
-    writes = [f"printf '%s' {shlex.quote(job.script)} > \"$J/script.sh\"\n"]
-    if job.secrets:
-        writes.append(f"printf '%s' {shlex.quote(job.secrets)} > \"$J/secret.env\"\n")
+    """The one script that starts a run, or prints `busy RUN` (exit 75) when one is going.
+
+    Each file is written through `put`, which says `gpudash-job cannot-write FILE: ERROR`
+    (exit 73) when the write fails; the secrets travel in a here-document (module doc)."""
+    writes = [_put("script.sh", job.script)]
     if job.files:
-        writes.append('mkdir "$J/files" || exit 73\n')
+        writes.append(
+            'e=$( { mkdir "$J/files"; } 2>&1 ) ||'
+            ' { echo "gpudash-job cannot-write files: $e"; exit 73; }\n'
+        )
         for name, content in job.files.items():
             if not _FILE.match(name):
                 raise ValueError(f"file name {name!r}: expected [A-Za-z0-9._-]")
-            writes.append(f"printf '%s' {shlex.quote(content)} > \"$J/files/{name}\"\n")
-    writes.append(f"printf '%s' {shlex.quote(WRAPPER)} > \"$J/wrapper.sh\"\n")
+            writes.append(_put(f"files/{name}", content))
+    writes.append(_put("wrapper.sh", WRAPPER))
     body = (
         "umask 077\n"
         + _head(job.task, job.root)
@@ -166,18 +186,22 @@ def launch_script(job: Launch) -> str:
         + "    command -v $tool >/dev/null 2>&1 ||"
         + ' { echo "gpudash-job missing $tool"; exit 69; }\n'
         + "done\n"
-        + 'mkdir -p "$J" && chmod 700 "$J" || { echo "gpudash-job cannot create $J"; exit 73; }\n'
-        + 'exec 9>> "$J/lock" || exit 73\n'
+        + _PUT
+        + 'e=$( { mkdir -p "$J" && chmod 700 "$J"; } 2>&1 ) ||'
+        + ' { echo "gpudash-job cannot-write $J: $e"; exit 73; }\n'
+        + "put lock </dev/null || exit 73\n"
+        + 'exec 9>> "$J/lock"\n'
         + 'flock -n 9 || { echo "gpudash-job busy $(cat "$J/run" 2>/dev/null)";'
         + f" exit {BUSY_RC}; }}\n"
         + 'rm -rf "$J/rc" "$J/rc.tmp" "$J/cancelled" "$J/sudo" "$J/wpid" "$J/pgid" "$J/files"\n'
         + 'rm -f "$J/secret.env"\n'
-        + ': > "$J/log" || exit 73\n'
+        + "put log </dev/null || exit 73\n"
         + "".join(writes)
-        + 'printf \'%s\\n\' "$GPUDASH_RUN" > "$J/run"\n'
+        + "printf '%s\\n' \"$GPUDASH_RUN\" | put run || exit 73\n"
         + 'export GPUDASH_JOB="$J"\n'
+        + _secrets_fd(job.secrets)
         + 'setsid -f /bin/sh "$J/wrapper.sh" </dev/null >/dev/null 2>&1\n'
-        + "exec 9>&-\n"
+        + "exec 9>&- 3<&-\n"
         + "i=0\n"
         + 'while [ ! -s "$J/pgid" ] && [ ! -e "$J/rc" ] && [ $i -lt 200 ]; do\n'
         + "    sleep 0.05; i=$((i + 1))\n"
@@ -185,6 +209,31 @@ def launch_script(job: Launch) -> str:
         + 'echo "gpudash-job launched $GPUDASH_RUN"\n'
     )
     return _wrap(body)
+
+
+# `put FILE` writes its stdin to "$J/FILE", or says why it could not (the first error line of
+# the redirection or of cat: "No space left on device", "Permission denied") and fails.
+_PUT = """\
+put() {
+    e=$( { cat > "$J/$1"; } 2>&1 ) ||
+        { echo "gpudash-job cannot-write $1: ${e:-write failed}" | head -n 1; return 1; }
+}
+"""
+
+
+def _put(name: str, content: str) -> str:
+    return f"printf '%s' {shlex.quote(content)} | put {name} || exit 73\n"
+
+
+def _secrets_fd(secrets: str) -> str:
+    """fd 3 for the wrapper: a here-document of the secrets' export lines, or /dev/null."""
+    if not secrets:
+        return "exec 3</dev/null\n"
+    text = secrets if secrets.endswith("\n") else secrets + "\n"
+    tag = "GPUDASH_SECRETS_" + token_hex(8)
+    while tag in text:  # the end line must not occur in the text; random, so never in practice
+        tag = "GPUDASH_SECRETS_" + token_hex(8)
+    return f"exec 3<<'{tag}'\n{text}{tag}\n"
 
 
 def status_script(task: str, root: str | None = None) -> str:

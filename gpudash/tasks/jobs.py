@@ -19,6 +19,7 @@ from secrets import token_hex
 
 from gpudash.tasks.job_scripts import (
     BUSY_RC,
+    CANT_CREATE_RC,
     Launch,
     attach_script,
     cancel_script,
@@ -27,6 +28,7 @@ from gpudash.tasks.job_scripts import (
     list_script,
     status_script,
 )
+from gpudash.text import clean_line
 from gpudash.transport.base import Transport, TransportError
 
 _CONTROL_TIMEOUT_S = 30.0
@@ -64,6 +66,28 @@ def new_run_id() -> str:
 
 class JobError(Exception):
     """The host could not run the job machinery (missing flock/setsid, unwritable HOME)."""
+
+
+class JobDirUnwritable(JobError):
+    """The launch could not write a file of the job dir; `reason` is the host's own error
+    ("No space left on device", "Permission denied"), `file` the file it was writing."""
+
+    def __init__(self, file: str, reason: str) -> None:
+        super().__init__(f"cannot write the job dir: {reason}")
+        self.file = file
+        self.reason = reason
+
+    def on(self, host: str) -> str:
+        """The one line a user reads: `cannot write the job dir on HOST: REASON`."""
+        return f"cannot write the job dir on {host}: {self.reason}"
+
+
+def _unwritable(detail: str) -> JobDirUnwritable:
+    """`FILE: TOOL: ...: ERROR` (what the launch's `put` says) as a JobDirUnwritable: the
+    error is the text after the last `: `, as cat, mkdir and the shell all end with strerror."""
+    file, _, error = detail.partition(": ")
+    reason = error.rsplit(": ", 1)[-1].strip() or "write failed"
+    return JobDirUnwritable(clean_line(file)[:200], clean_line(reason)[:200])
 
 
 def parse_status(task: str, text: str) -> JobStatus:
@@ -159,8 +183,10 @@ async def launch(transport: Transport, job: Launch) -> Launched:
         return Launched(words[1] if len(words) > 1 else job.run_id, busy=False)
     if status == BUSY_RC and words[:1] == ["busy"]:
         return Launched(words[1] if len(words) > 1 and words[1] else None, busy=True)
+    if status == CANT_CREATE_RC and words[:1] == ["cannot-write"]:
+        raise _unwritable(words[1] if len(words) > 1 else "")
     detail = " ".join(words) or (lines[-1] if lines else f"exit status {status}")
-    raise JobError(f"could not start the job: {detail}")
+    raise JobError(f"could not start the job: {clean_line(detail)[:300]}")
 
 
 async def status(transport: Transport, task: str, *, root: str | None = None) -> JobStatus:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpudash.tasks.verify import BODY as VERIFY_BODY
+
 
 @dataclass(frozen=True)
 class Param:
@@ -302,6 +304,19 @@ KINDS: Mapping[str, Kind] = {
         None,
         affects=("env", "models"),
         default_timeout=6 * 3600,
+    ),
+    # The program (gpudash/tasks/verify/program.py) travels as the job's file; prepare adds it.
+    "verify": Kind(
+        "verify",
+        {
+            "venv": _VENV,
+            "force": Param("bool", False, doc="measure even when other processes use the GPUs"),
+        },
+        VERIFY_BODY,
+        None,
+        affects=("verify",),
+        needs_facts=True,  # the GPU count the driver lists, which CUDA's must equal
+        default_timeout=900,
     ),
     "script": Kind("script", {}, "", None, default_timeout=3600),
 }

@@ -18,6 +18,10 @@ from gpudash.text import clean
 
 TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{30,}")
 MASK = "********"
+PARTIAL_CHARS = 4096
+"""How much of an unfinished line `partial` shows: its head. Rebuilding (and cleaning and
+masking) the whole unfinished line on every chunk made a 32 MB line without a newline
+quadratic (28 s; issue 20); the head of a line that long is shown once and kept."""
 
 
 class Masker:
@@ -42,6 +46,8 @@ class LineAssembler:
     def __init__(self, mask: Masker | None = None) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._line: list[str] = []
+        self._len = 0  # characters in _line
+        self._head: str | None = None  # `partial` of a line past PARTIAL_CHARS, made once
         self._cr = False
         self._mask = mask or Masker()
 
@@ -53,14 +59,16 @@ class LineAssembler:
         for i, segment in enumerate(segments):
             if i:
                 finished.append("".join(self._line))
-                self._line, self._cr = [], False
+                self._restart()
+                self._cr = False
             if "\r" in segment or self._cr:
                 self._overwrite(segment)
             elif segment:
-                self._line.append(segment)
+                self._add(segment)
         if final and self._line:
             finished.append("".join(self._line))
-            self._line, self._cr = [], False
+            self._restart()
+            self._cr = False
         if not finished:
             return []
         return self._mask(clean("\n".join(finished))).split("\n")
@@ -73,13 +81,30 @@ class LineAssembler:
                 self._cr = True
             if piece:
                 if self._cr:
-                    self._line = []
+                    self._restart()
                 self._cr = False
-                self._line.append(piece)
+                self._add(piece)
+
+    def _restart(self) -> None:
+        self._line, self._len, self._head = [], 0, None
+
+    def _add(self, piece: str) -> None:
+        self._line.append(piece)
+        self._len += len(piece)
 
     @property
     def partial(self) -> str:
-        return self._mask(clean("".join(self._line)))
+        if self._len <= PARTIAL_CHARS:
+            return self._mask(clean("".join(self._line)))
+        if self._head is None:  # once per long line: its head no longer changes
+            head, size = [], 0
+            for piece in self._line:
+                head.append(piece)
+                size += len(piece)
+                if size > PARTIAL_CHARS:
+                    break
+            self._head = self._mask(clean("".join(head)[:PARTIAL_CHARS])) + " …"
+        return self._head
 
 
 def state_home() -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,8 @@ class Facts:
     ccs: tuple[str | None, ...] = ()
     known: bool = False
     driver_version: str | None = None
+    gpus: int | None = None
+    """How many GPUs the driver lists (verify compares CUDA's count with it)."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
@@ -48,6 +50,7 @@ class Facts:
             ccs,
             known=True,
             driver_version=getattr(gpus, "driver_version", None),
+            gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
         )
 
 
@@ -68,6 +71,20 @@ class Prepared:
     @property
     def secrets_env(self) -> str:
         return render.secrets_env(self.secrets)
+
+
+HF_TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+"""The HF token's variables (huggingface_hub `constants.py`): masked in every log even when no
+task names them, since the hub's own tools print what they find there."""
+
+
+def configured_secrets(
+    specs: Iterable[TaskSpec], environ: Mapping[str, str] = os.environ
+) -> tuple[str, ...]:
+    """The values of every secret any task names, and of the HF token: what a log of a job
+    found after a restart must mask, when it is no longer known which task's run wrote it."""
+    names = dict.fromkeys([*HF_TOKEN_VARS, *(n for spec in specs for n in spec.secrets)])
+    return tuple(environ[name] for name in names if environ.get(name))
 
 
 def _var(name: str) -> str:
@@ -168,6 +185,12 @@ def prepare(
                 raise PrepareError(f"{spec.name}: cannot read {path}: {exc.strerror}") from None
     if spec.kind == "script":
         body = spec.run or ""
+    if spec.kind == "verify":  # the program travels with the job; see gpudash/tasks/verify
+        from gpudash.tasks.verify import PROGRAM
+
+        files["program.py"] = PROGRAM.read_text(encoding="utf-8")
+        if facts.gpus is not None:
+            params["expect_gpus"] = str(facts.gpus)
 
     for name, value in params.items():
         if isinstance(value, bool):

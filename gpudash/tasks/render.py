@@ -5,8 +5,9 @@ No value is ever templated into shell code. The body is a constant (a built-in k
 Paths may be written `~/x`: the value travels quoted, and the prelude expands a leading `~/`
 on the host (quoting suppresses the shell's own tilde expansion), by variable name only.
 
-Secrets never enter the script: they go to `secret.env` in the job dir (0600), which the
-prelude sources and deletes before the body runs; anything shown to the user masks them.
+Secrets never enter the script, nor any file on the host: the job's stdin is a pipe holding
+their `export` lines (`gpudash.tasks.job_scripts` says how), which the prelude reads and
+evaluates before the body runs, then stdin is /dev/null again; anything shown masks them.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ MASK = "********"
 _PRELUDE = """\
 GPUDASH_JOB=$(cd "$(dirname "$0")" 2>/dev/null && pwd)
 export GPUDASH_JOB
-if [ -n "$GPUDASH_JOB" ] && [ -f "$GPUDASH_JOB/secret.env" ]; then
-    . "$GPUDASH_JOB/secret.env"
-    rm -f "$GPUDASH_JOB/secret.env"
+if [ ! -t 0 ]; then
+    eval "$(cat)"
 fi
+exec </dev/null
 """
 
 _PATH_SETUP = """\
@@ -81,7 +82,7 @@ def check_script(env: Mapping[str, str], check: str, *, paths: Iterable[str] = (
 
 
 def secrets_env(values: Mapping[str, str]) -> str:
-    """The contents of `secret.env`: export lines the prelude sources, then deletes."""
+    """The secrets as the job's stdin carries them: export lines the prelude evaluates."""
     return exports(values)
 
 

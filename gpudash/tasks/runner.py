@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from gpudash.tasks import jobs
 from gpudash.tasks.events import (
@@ -121,6 +121,9 @@ async def run_task(
     except TransportError as exc:
         yield TaskLost(host, name, exc.reason)
         return
+    except jobs.JobDirUnwritable as exc:
+        yield TaskBlocked(host, name, exc.on(host))
+        return
     except jobs.JobError as exc:
         yield TaskBlocked(host, name, str(exc))
         return
@@ -162,11 +165,13 @@ async def follow_job(
     run: str | None = None,
     cancel: asyncio.Event | None = None,
     root: str | None = None,
+    secrets: Iterable[str] = (),
 ) -> AsyncIterator[TaskEvent]:
     """A job found running on the host (gpudash restarted): its log from byte 0 to its end.
 
     Unlike `run_task` nothing is launched, so a job that ends meanwhile is never re-run. No
-    spec is at hand here, so its TaskFinished names no sections (`affects` empty)."""
+    spec is at hand here, so its TaskFinished names no sections (`affects` empty), and the
+    caller passes every configured secret (`prepare.configured_secrets`) to be masked."""
     log = TaskLog(host, task)
     follower = JobFollower(
         host,
@@ -174,7 +179,7 @@ async def follow_job(
         transport,
         run,
         log=log,
-        assembler=LineAssembler(Masker()),
+        assembler=LineAssembler(Masker(secrets)),
         cancel=cancel or asyncio.Event(),
         root=root,
     )

@@ -15,16 +15,30 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpudash.probe.script import ProbePlan
-    from gpudash.probe.stream import RawSection
+    from gpudash.probe.stream import FrameReader, RawSection
 
 SCRIPT_COMMAND = "/bin/sh -s"
 
 
 def script_command(timeout: float | None) -> str:
-    """The constant exec string, with the remote-side timeout when one is asked for."""
+    """The constant exec string, with the remote-side timeout when one is asked for.
+
+    Where `timeout` is not on the host's PATH (busybox without it, a minimal image), a kill
+    timer in sh stands in: it checks each second whether the script is still running and
+    stops it (TERM, then KILL 5 s later) once the time is up. The script replaces the `sh -c`
+    shell (`exec`), so `$$` is the script's pid. All of it is one single-quoted word, so a
+    login shell that is not POSIX (fish, tcsh) passes it to /bin/sh untouched; no `!`."""
     if timeout is None:
         return SCRIPT_COMMAND
-    return f"timeout -k 5 {max(1, int(timeout + 0.999))} {SCRIPT_COMMAND}"
+    n = max(1, int(timeout + 0.999))
+    timer = (
+        f"(i=0; while [ $i -lt {n} ]; do sleep 1; kill -0 $$ || exit 0; i=$((i+1)); done;"
+        " kill -TERM $$; sleep 5; kill -KILL $$) </dev/null >/dev/null 2>&1 &"
+    )
+    return (
+        "/bin/sh -c 'command -v timeout >/dev/null 2>&1 &&"
+        f" exec timeout -k 5 {n} {SCRIPT_COMMAND}; {timer} exec {SCRIPT_COMMAND}'"
+    )
 
 
 # For a command that also reads data on stdin (a copy's receiving tar): sh must not read
@@ -45,6 +59,30 @@ def input_command(timeout: float | None) -> str:
 def input_script(script: str) -> bytes:
     """What `input_command` expects first on stdin: the script as one base64 line."""
     return base64.b64encode(script.encode()) + b"\n"
+
+
+def probe_failure(reader: FrameReader, status: int | None, timeout: float) -> str | None:
+    """Why a probe's output does not count as an answer, or None when it does.
+
+    An answer needs the script's start marker, its exit marker and a zero exit status: a
+    login shell that refused the command (`ForceCommand /usr/sbin/nologin`), a missing
+    program in the exec string or a shell that mangled it print neither marker, and their
+    own first line is the reason the user sees (DESIGN.md "Trust")."""
+    from gpudash.text import clean_line
+
+    said = clean_line(reader.first_line)
+    if reader.fatal:
+        return f"probe could not start on the host ({reader.fatal} failed)"
+    if status is None:
+        return "connection lost during the probe"
+    if not reader.started:
+        why = said or "it printed nothing"
+        return f"the probe did not run: {why} (exit status {status})"
+    if status in (124, 137, -9, -15) and reader.exited is None:
+        return f"probe timed out on the host after {timeout:g}s"
+    if reader.exited is None or status != 0:
+        return f"the probe script ended early (exit status {status})"
+    return None
 
 
 class TransportError(Exception):
@@ -126,23 +164,25 @@ class Transport(abc.ABC):
         sections already yielded stand.
         """
         from gpudash.probe.script import build_script
-        from gpudash.probe.stream import FrameReader
+        from gpudash.probe.stream import NOTE, NOTES, FrameReader, RawSection
 
         reader = FrameReader(plan.nonce)
         process = await self.start(build_script(plan), timeout=timeout)
+        noted = 0
         try:
             async for chunk in process.chunks():
                 for section in reader.feed(chunk):
                     yield section
+                for note in reader.notes[noted:]:
+                    yield RawSection(NOTE, None, NOTES.get(note, note))
+                noted = len(reader.notes)
             for section in reader.finish():
                 yield section
             status = await process.wait()
         finally:
             await process.close()
-        if reader.fatal:
-            raise TransportError(f"probe could not start on the host ({reader.fatal} failed)")
-        if status is None:
-            raise TransportError("connection lost during the probe")
+        if failure := probe_failure(reader, status, timeout):
+            raise TransportError(failure)
 
     async def __aenter__(self) -> Transport:
         await self.connect()

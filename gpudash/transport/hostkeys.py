@@ -16,8 +16,11 @@ from typing import Any
 
 import asyncssh
 
+from gpudash.files import MiB, read_text
+
 POLICIES = ("strict", "accept-new", "insecure")
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+KNOWN_HOSTS_LIMIT = 64 * MiB  # ~100 bytes a line: 600k hosts
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,10 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 def _read(path: Path) -> str:
+    """One known_hosts file's text; a FIFO, a device or a huge file (ssh_config's
+    UserKnownHostsFile can name anything) is a RefusedFile naming it, never a hang."""
     try:
-        text = path.read_text(errors="replace")
+        text = read_text(path, limit=KNOWN_HOSTS_LIMIT)
     except FileNotFoundError:
         return ""
     return text if text.endswith("\n") or not text else text + "\n"

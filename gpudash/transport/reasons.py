@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import asyncssh
 
+from gpudash.files import RefusedFile
 from gpudash.transport.hostkeys import Refusal
 
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH}
@@ -52,6 +53,8 @@ def _describe(
     connect_timeout: float | None,
     refusal: Refusal | None,
 ) -> str:
+    if isinstance(exc, RefusedFile):  # a known_hosts or key file that is a FIFO, a device...
+        return str(exc)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         if refusal is not None:
             return refusal.reason()

@@ -9,14 +9,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from gpudash.model import NOT_SAVED
 from gpudash.probe.script import ProbePlan
 from gpudash.probe.stream import RawSection
 from gpudash.saved import SavedHost, load_host
+from gpudash.text import clean_line
 from gpudash.transport.base import RemoteProcess, Transport, TransportError
 
 
 class ReplayTransport(Transport):
     kind = "replay"
+    missing_section = NOT_SAVED
+    """What a section the save does not hold says (a section added to gpudash since)."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -29,9 +33,9 @@ class ReplayTransport(Transport):
             except FileNotFoundError:
                 raise TransportError(f"replay: no saved probe at {self.directory}") from None
             except (OSError, ValueError) as exc:
-                raise TransportError(f"replay: {exc}") from None
+                raise TransportError(f"replay: {clean_line(str(exc))}") from None
         if self._saved.state == "failed":
-            raise TransportError(self._saved.error or "failed when it was saved")
+            raise TransportError(clean_line(self._saved.error or "failed when it was saved"))
 
     async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
         raise TransportError("replay: a saved probe cannot run commands")
@@ -43,6 +47,8 @@ class ReplayTransport(Transport):
             if name not in self._saved.sections:
                 continue
             rc, _error, parts = self._saved.sections[name]
+            if rc is None and not parts:
+                continue  # it never arrived (a capture older than the section): say so again
             frames = []
             for part in parts.values():
                 if not part.name:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gpudash.model import HostResult, HostState
+from gpudash.model import NOT_SAVED, HostResult, HostState
 from gpudash.text import clean_line
 from gpudash.ui.render import remote
 
@@ -72,7 +72,7 @@ def _probing(result: HostResult) -> str:
 
 def _failed_sections(result: HostResult) -> str:
     """'ready, 2 sections failed', or '' when none did."""
-    failed = sum(1 for s in result.sections.values() if s.error)
+    failed = sum(1 for s in result.sections.values() if s.error and s.error != NOT_SAVED)
     return f"ready, {failed} section{'s' * (failed > 1)} failed" if failed else ""
 
 

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from gpudash.tasks import events as ev
 from gpudash.tasks import fleet_run, runner
-from gpudash.tasks.prepare import Facts
+from gpudash.tasks.prepare import Facts, configured_secrets
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
 from gpudash.ui.messages import TaskEvent
 from gpudash.ui.render import remote
@@ -178,7 +178,12 @@ class TaskControl:
     ) -> None:
         self.app.post_message(TaskEvent(ev.TaskQueued(host, task)))
         try:
-            async for event in runner.follow_job(host, transport, task, run=run, cancel=cancel):
+            # Which task's secrets this run had is not known here: mask every one configured.
+            secrets = configured_secrets(self.specs.values())
+            follow = runner.follow_job(
+                host, transport, task, run=run, cancel=cancel, secrets=secrets
+            )
+            async for event in follow:
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:
             reason = f"internal error: {type(exc).__name__}: {exc}"

@@ -16,6 +16,7 @@ from gpudash.config.model import Config, HostConfig
 from gpudash.fleet import Fleet
 from gpudash.headstart import HeadStart, head_start_hosts
 from gpudash.model import HostState
+from gpudash.probe.registry import SECTION_NAMES
 from gpudash.ui import create_app
 from tests.app.test_app import SIZE, settled, until
 from tests.support.sshd import FakeHost, Sshd
@@ -61,7 +62,7 @@ async def test_the_app_takes_over_the_round_begun_before_it_so_the_host_is_probe
         await until(pilot, settled(app))
         result = app.results[fake_host.name]
         assert result.state is HostState.READY
-        assert len(result.sections) == 7
+        assert len(result.sections) == len(SECTION_NAMES)
     assert calls(path) == per_round
 
 

@@ -5,15 +5,20 @@ job after a restart. Findings come from replayed captures. Waits are on conditio
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 import uuid
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable
 
 from gpudash.config.model import Config
+from gpudash.tasks import jobs
+from gpudash.tasks.prepare import prepare
 from gpudash.tasks.spec import load_tasks
+from gpudash.transport.ssh import SshPool
 from gpudash.ui import create_app
 from gpudash.ui.app import GpudashApp
 from gpudash.ui.panels.findings import FindingsPanel
@@ -377,7 +382,9 @@ async def test_the_copy_task_runs_from_the_app_with_its_source_host(
     source, target = fake_hosts[1], fake_hosts[0]
     (source.home / "data" / "sub").mkdir(parents=True)
     (source.home / "data" / "sub" / "weights.bin").write_bytes(b"\x00\x01" * 5000)
-    tasks = load_tasks({"copy": {"params": {"from": source.name, "path": "~/data"}}})
+    tasks = load_tasks(
+        {"copy": {"params": {"from": source.name, "path": "~/data", "via": "gpudash"}}}
+    )
     hosts = tuple(sshd.host_config(h, network_targets=NET) for h in (target, source))
     app = create_app(Config(None, hosts, tasks=tasks))
     async with app.run_test(size=SIZE) as pilot:
@@ -420,3 +427,54 @@ async def test_a_fix_key_carries_the_findings_parameters_into_the_task() -> None
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         text = screen_text(app)
         assert "box: model" in text and "GPUDASH_REPO=acme/tiny-model-7b" in text
+
+
+async def test_a_job_found_after_a_restart_masks_every_configured_secret_in_its_logs(
+    sshd: Sshd, fake_host: FakeHost, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20: the re-attach masked only hf_-shaped tokens, so a WANDB key landed in clear
+    in ~/.local/state/gpudash/logs. The job is launched by the core (as a first app would),
+    then a fresh app finds it and follows its log from byte 0."""
+    key = "wandbKEY" + uuid.uuid4().hex
+    monkeypatch.setenv("WANDB_API_KEY", key)
+    marker = f"{uuid.uuid4().int % 100000}.25"
+    table = {
+        "train": {
+            "title": "train with a key",
+            "kind": "script",
+            "key": "7",
+            "secrets": ["WANDB_API_KEY"],
+            "run": f'echo "key: $WANDB_API_KEY"\nexec sleep {marker}\n',
+        }
+    }
+    config = Config(
+        None, (sshd.host_config(fake_host, network_targets=NET),), tasks=load_tasks(table)
+    )
+    prepared = prepare(config.tasks["train"])
+    pool = SshPool([])
+    try:
+        transport = pool.transport(config.hosts[0])
+        job = jobs.Launch("train", prepared.script, "r1", secrets=prepared.secrets_env)
+        await jobs.launch(transport, job)
+    finally:
+        await pool.close()
+    host_log = fake_host.home / ".cache/gpudash/jobs/train/log"
+    deadline = time.monotonic() + 10
+    while key not in host_log.read_text() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    app = create_app(config)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, state_is(app, "h0", "train", "running"), timeout=20)
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        pane = app.screen.query_one(LogPane)
+        await until(pilot, lambda: "key: ********" in pane.text_lines)
+        assert not any(key in line for line in pane.text_lines)
+        await pilot.press("x")
+        await until(pilot, state_is(app, "h0", "train", "cancelled"), timeout=30)
+    logs = list((isolated_home / ".local/state/gpudash/logs").rglob("*.log"))
+    assert logs
+    for log in logs:
+        text = log.read_text()
+        assert "key: ********" in text and key not in text, log
+    assert sleeping(marker) == []

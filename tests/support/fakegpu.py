@@ -1,4 +1,4 @@
-"""Fake GPU hosts: a bin dir whose `nvidia-smi` and `nvcc` print outputs captured verbatim.
+"""Fake GPU hosts: a bin dir whose `nvidia-smi`, `nvcc` and host tools print captured outputs.
 
 These are the only stand-ins the suite uses, for machines without GPUs. Each capture set is a
 folder of files named for the command that printed them (as in tests/fixtures/h200-1x/):
@@ -10,6 +10,14 @@ folder of files named for the command that printed them (as in tests/fixtures/h2
     q.txt            nvidia-smi -q
     smi_L.txt        nvidia-smi -L
     nvcc.txt         nvcc --version
+    dmesg.txt        dmesg                                 (the health section's kernel log)
+    lspci.txt        lspci (any arguments: `lspci -D -d 10de:`)
+    ibstat.txt       ibstat
+    systemctl.txt    systemctl (`status nvidia-fabricmanager ...`)
+    fm_version.txt   nv-fabricmanager --version
+
+Where a host tool has no capture in the set it is not faked: the machine's own runs (its
+dmesg, its sysfs), as it would on a real host without that fault.
 
 A command with no capture in the set prints nothing and exits 0, which is what the real tool
 does for `nvlink -s` on a machine without NVLink; the parsers then fall back as they would.
@@ -41,6 +49,20 @@ exec cat {captures}/nvcc.txt
 """
 
 
+_CAT = """#!/bin/sh
+exec cat {capture}
+"""
+
+HOST_TOOLS = {
+    "dmesg.txt": "dmesg",
+    "lspci.txt": "lspci",
+    "ibstat.txt": "ibstat",
+    "systemctl.txt": "systemctl",
+    "fm_version.txt": "nv-fabricmanager",
+}
+"""Host tools (not GPU tools) a capture set may fake: capture file -> command."""
+
+
 def install(bin_dir: Path, captures: dict[str, Path] | Path) -> Path:
     """Put fake `nvidia-smi` (and `nvcc` when captured) into `bin_dir`.
 
@@ -59,6 +81,9 @@ def install(bin_dir: Path, captures: dict[str, Path] | Path) -> Path:
     _script(bin_dir / "nvidia-smi", _SMI.format(captures=quoted))
     if (store / "nvcc.txt").exists():
         _script(bin_dir / "nvcc", _NVCC.format(captures=quoted))
+    for capture, tool in HOST_TOOLS.items():
+        if (store / capture).exists():
+            _script(bin_dir / tool, _CAT.format(capture=shlex.quote(str(store / capture))))
     return store
 
 

@@ -3,10 +3,11 @@
     host("h200-1x")                                   the real H200, every section
     host("dgx-h200", gpus={"query": C / "query-h200-8x-varied-mixed.txt"})   one part swapped
 
-Each section's parts come from tests/fixtures/ (h200-1x/, public/, saved/sources/) or from
-the varied/derived copies in this folder (README.md says what each changed); a part given as
-a str is the text itself (the record formats the probe's shell prints, for what no capture
-holds, e.g. a model folder with a missing shard). `None` drops a section.
+Each section's parts come from tests/fixtures/ (h200-1x/, h200-device/, public/,
+saved/sources/) or from the varied/derived copies in this folder (README.md says what each
+changed); a part given as a str is the text itself (the record formats the probe's shell
+prints, for what no capture holds, e.g. a model folder with a missing shard). `None` drops a
+section.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ C = FIXTURES / "checks"
 FIX = C.parent
 H200 = FIX / "h200-1x"
 PUBLIC = FIX / "public"
+DEVICE_HEALTH = FIX / "h200-device" / "health" / "save-smi" / "h200"
 
 PartSource = Path | str
 
@@ -115,10 +117,19 @@ H200_1X: dict[str, dict[str, PartSource]] = {
         "dir.2": model_dir("/root/.cache/huggingface/hub", exists=False),
     },
     "network": {"token": "none", "flags": "", "target.1": _net_target()},
+    "health": {  # the real H200's own parts, as its probe saved them (h200-device/health/)
+        p: DEVICE_HEALTH / f"health.{p}.txt"
+        for p in ("pci", "klog", "smiq", "procs", "fm", "fmver", "rdma", "shm", "memlock")
+    },
 }
+
+# Hosts assembled from other machines' GPU captures keep only the H200's host-wide health
+# parts (kernel log, shm, memlock): its `nvidia-smi -q` and PCI bus describe another machine.
+OTHER_HEALTH = {k: v for k, v in H200_1X["health"].items() if k not in ("smiq", "pci")}
 
 DGX_H200: dict[str, dict[str, PartSource]] = {
     **H200_1X,
+    "health": OTHER_HEALTH,
     "gpus": {
         "query": FIX / "saved" / "sources" / "query-h200-8x-derived.txt",
         "smi": H200 / "smi.txt",
@@ -132,12 +143,14 @@ DGX_H200: dict[str, dict[str, PartSource]] = {
 
 PCIE_A40: dict[str, dict[str, PartSource]] = {
     **H200_1X,
+    "health": OTHER_HEALTH,
     "gpus": {"smi": PUBLIC / "smi-a40-8x-525-err.txt"},
     "topology": {"topo": PUBLIC / "topo-rtx4090-8x-pcie-sys-tabs.txt", "nvlink": "", "fabric": ""},
 }
 
 A100_MIG: dict[str, dict[str, PartSource]] = {
     **H200_1X,
+    "health": OTHER_HEALTH,
     "gpus": {"smi": PUBLIC / "smi-a100-80gb-570-mig.txt"},
 }
 

@@ -108,7 +108,18 @@ def _answers_ssh(port: int) -> bool:
 class Sshd:
     """The running server: its hosts, keys and the helpers tests use to break it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        host_options: dict[int, tuple[str, ...]] | None = None,
+        host_path: dict[int, str] | None = None,
+    ) -> None:
+        """`host_options`: extra sshd_config lines for host i's `Match` block (a ForceCommand,
+        say); `host_path`: host i's whole PATH, replacing the default (bin dir, then the
+        system's), for a host that lacks a standard tool."""
+        self._host_options = dict(host_options or {})
+        self._host_path = dict(host_path or {})
         if not SSHD.exists():
             raise SshdMissing(
                 f"{SSHD} not found: install openssh-server (apt-get install -y openssh-server)"
@@ -175,9 +186,11 @@ class Sshd:
         ]
         for host in self.hosts:
             path = f"{host.bin_dir}:/usr/local/bin:/usr/bin:/bin"
+            path = self._host_path.get(host.index, path)
             lines += [
                 f"Match LocalPort {host.port}",
                 f'  SetEnv "PATH={path}" "HOME={host.home}" GPUDASH_TEST_HOST={host.name}',
+                *(f"  {line}" for line in self._host_options.get(host.index, ())),
             ]
         self.config.write_text("\n".join(lines) + "\n")
         self.known_hosts.write_text(

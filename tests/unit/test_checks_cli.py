@@ -33,14 +33,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_check_exits_0_for_a_host_without_fail_findings(saved, capsys):
     rc, out, err = run(capsys, "check", "--replay", str(saved), "good")
     assert (rc, err) == (0, "")
-    assert out.splitlines()[0] == "good: INFO (1 info, 5 ok)"
-    assert "env.no_serving_engine" in out
+    assert out.splitlines()[0] == "good: INFO (1 info, 6 ok)"  # the 6th: health.ok
+    assert "env.no_serving_engine" in out and "health." not in out  # ok lines are not listed
 
 
 def test_check_exits_1_when_any_host_has_a_fail_finding(saved, capsys):
     rc, out, _ = run(capsys, "check", "--replay", str(saved))
     assert rc == 1
-    assert "a40: FAIL (3 fail, 2 warn, 1 info, 1 ok)" in out
+    assert "a40: FAIL (3 fail, 2 warn, 1 info, 2 ok)"  # ok: disk, health in out
     assert "  FAIL  gpus.err: GPU 4 in ERR! state" in out
     assert "  FAIL  host.unreachable: host did not answer: connection refused" in out
     assert "[task torch (key t)]" in out

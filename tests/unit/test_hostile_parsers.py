@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpudash.model import NOT_SAVED
 from gpudash.probe.parts import split_parts
 from gpudash.probe.sections.system import parse_os_release
 from gpudash.probe.stream import FrameReader
@@ -213,8 +214,13 @@ def _stable(doc: dict) -> dict:
 
 @pytest.mark.parametrize(
     "capture",
-    [FIX / "saved", FIX / "h200-device" / "save-nvml", FIX / "h200-device" / "save-smi"],
-    ids=["saved-fleet", "h200-nvml", "h200-smi"],
+    [
+        FIX / "saved",
+        FIX / "h200-device" / "save-nvml",
+        FIX / "h200-device" / "save-smi",
+        FIX / "h200-device" / "health" / "save-smi",
+    ],
+    ids=["saved-fleet", "h200-nvml", "h200-smi", "h200-health-smi"],
 )
 def test_real_captures_parse_the_same_after_a_save_and_replay_round_trip(
     capture: Path, tmp_path: Path
@@ -227,9 +233,19 @@ def test_real_captures_parse_the_same_after_a_save_and_replay_round_trip(
     assert parsed, "the captures must parse to something"
 
 
-def test_the_h200_capture_parses_to_the_json_stored_beside_it() -> None:
-    stored = json.loads((FIX / "h200-device" / "probe-nvml.json").read_text())
-    replayed = _gpudash("probe", "--replay", str(FIX / "h200-device" / "save-nvml"), "--json")
+@pytest.mark.parametrize("capture", ["h200-device", "h200-device/health"])
+@pytest.mark.parametrize("kind", ["nvml", "smi"])
+def test_the_h200_capture_parses_to_the_json_stored_beside_it(capture: str, kind: str) -> None:
+    """Both real H200 captures; the first predates the health section, so a section it never
+    had replays as no data (an error saying so), never as a parse of nothing."""
+    stored = json.loads((FIX / capture / f"probe-{kind}.json").read_text())
+    replayed = _gpudash("probe", "--replay", str(FIX / capture / f"save-{kind}"), "--json")
     want = {n: s["data"] for n, s in stored["hosts"][0]["sections"].items()}
-    got = {n: s["data"] for n, s in replayed["hosts"][0]["sections"].items()}
-    assert got == want
+    sections = replayed["hosts"][0]["sections"]
+    got = {n: s["data"] for n, s in sections.items()}
+    assert {n: got[n] for n in want} == want
+    assert all(got[n] is None for n in set(got) - set(want))
+    if capture.endswith("health"):
+        assert want["health"]["gpus"]
+    # A section added to gpudash after the capture says so, with no data and no finding.
+    assert sections["verify"] == {**sections["verify"], "data": None, "error": NOT_SAVED}

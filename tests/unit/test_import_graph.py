@@ -7,7 +7,7 @@ function-level import is only a loop put off until the function runs; imports un
 
 Layers, bottom first; a module may import its own layer and the ones below, never above:
 
-    leaves      gpudash, text, aio, checks.versions, config.model: import nothing of gpudash
+    leaves      gpudash, text, files, aio, checks.versions, config.model: import nothing of gpudash
     probe       the probe script, its framing and the parsers: pure text -> dataclasses
     results     model (the probe's results), saved (raw outputs on disk), summary (their words)
     config      the config file: values, schema, expect, lines, keys, document, load
@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "gpudash",
             "gpudash.text",
+            "gpudash.files",
             "gpudash.aio",
             "gpudash.versions",
             "gpudash.units",
@@ -54,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 LEAVES = (
     "gpudash.text",
+    "gpudash.files",
     "gpudash.aio",
     "gpudash.units",
     "gpudash.versions",

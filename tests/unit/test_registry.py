@@ -55,8 +55,8 @@ def test_the_host_view_shows_findings_then_each_section_in_registry_order() -> N
 def test_a_panel_missing_for_a_section_is_named_not_a_crash_on_screen() -> None:
     from gpudash.ui.panels import panel_for
 
-    with pytest.raises(LookupError, match="health section: no panel module"):
-        panel_for("health")
+    with pytest.raises(LookupError, match="future section: no panel module"):
+        panel_for("future")
 
 
 def test_the_summary_line_of_a_real_host_comes_from_each_sections_own_module() -> None:
@@ -72,7 +72,7 @@ def test_the_summary_line_of_a_real_host_comes_from_each_sections_own_module() -
 def test_a_section_that_failed_says_so_in_its_summary_line() -> None:
     failed = SectionResult("gpus", None, "timed out after 15s", {}, 15.0, 124)
     assert section_line(failed) == "error: timed out after 15s"
-    replayed = SectionResult("health", object(), None, {}, 0.1)  # a newer gpudash's capture
+    replayed = SectionResult("future", object(), None, {}, 0.1)  # a newer gpudash's capture
     assert section_line(replayed) == "object"
 
 
@@ -87,7 +87,7 @@ def test_context_holds_every_registered_section_by_name_and_typed() -> None:
         assert ctx.section(name) is result.sections[name].data
     assert ctx.gpus is ctx.section("gpus", Gpus) and isinstance(ctx.gpus, Gpus)
     assert ctx.section("gpus", Topology) is None  # not that section's type: no data
-    assert ctx.section("health") is None  # not probed (or not a section at all)
+    assert ctx.section("future") is None  # not probed (or not a section at all)
 
 
 def test_a_host_without_a_section_has_no_data_for_it_in_context() -> None:

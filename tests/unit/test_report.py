@@ -25,8 +25,10 @@ def test_the_8_gpu_report_has_every_section_in_ticket_order():
         "## Env",
         "## Models",
         "## Network",
+        "## Health",
+        "## Verify",
     ]
-    assert "Probe: ready. Verdict: **WARN** (1 warn, 1 info, 5 ok)." in text
+    assert "Probe: ready. Verdict: **WARN** (1 warn, 1 info, 6 ok)." in text  # 6th: health.ok
 
 
 def test_the_topology_matrix_has_a_row_per_gpu_with_links_and_affinity():
@@ -100,7 +102,7 @@ def test_the_json_report_carries_findings_and_every_sections_data():
     result = host("dgx-h200")
     doc = render_json(result, run_checks(result))
     assert doc["worst"] == "warn"
-    assert doc["counts"] == {"ok": 5, "info": 1, "warn": 1, "fail": 0}
+    assert doc["counts"] == {"ok": 6, "info": 1, "warn": 1, "fail": 0}
     assert set(doc["sections"]) == {
         "system",
         "gpus",
@@ -109,5 +111,15 @@ def test_the_json_report_carries_findings_and_every_sections_data():
         "env",
         "models",
         "network",
+        "health",
+        "verify",
     }
+    assert doc["sections"]["health"]["kernel"]["source"] == "dmesg"
     assert doc["sections"]["topology"]["summary"] == "all 28 pairs NV18"
+
+
+def test_the_h200_report_shows_what_the_health_section_read_per_gpu():
+    text = report(host("h200-1x"))
+    health = text.split("## Health", 1)[1]
+    assert "| 0 | 0000:00:06 | Idle | gen5/5 x16/16 | no | 0 | none |" in health
+    assert "1 GPU(s) read · no Xid (dmesg)." in health

@@ -252,7 +252,21 @@ def _model_name(folder: str) -> str:
     return clean_line(folder).strip()[:200] or "?"
 
 
-_DF = re.compile(r"^(.*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+%|-)\s+(/.*)$")
+_TOKEN = re.compile(r"\S+")
+_PERCENT = re.compile(r"\d+%|-")
+
+
+def _df_line(line: str) -> tuple[str, int, int, str] | None:
+    r"""`df -P -k` data line: device (may hold spaces), total and free KiB, mount (may hold
+    spaces). The first run of 3 numbers, a percentage and a `/path` wins, as a lazy regex
+    would pick, but token by token: `^(.*?)\s+(\d+)...` was quadratic in runs of spaces."""
+    tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
+    for i in range(1, len(tokens) - 4):
+        (_, a), (_, b), (_, c), (_, pct), (at, mount) = tokens[i : i + 5]
+        numbers = a.isdigit() and b.isdigit() and c.isdigit() and a.isascii() and c.isascii()
+        if numbers and _PERCENT.fullmatch(pct) and mount.startswith("/"):
+            return line[: tokens[i][0]].strip(), int(a), int(c), line[at:]
+    return None
 
 
 def _filesystems(text: str) -> tuple[Filesystem, ...]:
@@ -261,17 +275,17 @@ def _filesystems(text: str) -> tuple[Filesystem, ...]:
         rec = line.split("\t", 2)
         if len(rec) < 3 or rec[0] != "fs":
             continue
-        m = _DF.match(rec[2].strip())
+        m = _df_line(rec[2].strip())
         if not m:
             out.append(Filesystem(_clean(rec[1]) or "?", None, None, None))
             continue
         out.append(
             Filesystem(
                 path=_clean(rec[1]) or "?",
-                mount=_clean(m.group(6)),
-                total_bytes=int(m.group(2)) * 1024,
-                free_bytes=int(m.group(4)) * 1024,
-                device=_clean(m.group(1)),
+                mount=_clean(m[3]),
+                total_bytes=m[1] * 1024,
+                free_bytes=m[2] * 1024,
+                device=_clean(m[0]),
             )
         )
     return tuple(out)

@@ -73,6 +73,9 @@ class Topology:
         return f"{links} on {self.nvlink_pairs}/{self.gpu_pairs} · {worst}"
 
 
+_STATE = re.compile(r"\s*State\s*:")
+
+
 def parse(parts: Mapping[str, Part]) -> Topology:
     topo_part = parts.get("topo")
     text = topo_part.text if topo_part else ""
@@ -134,7 +137,12 @@ def _links(low: int | None, high: int | None) -> str:
 
 
 def _fabric_states(text: str) -> tuple[str, ...]:
-    states = re.findall(r"^\s*State\s*:\s*(.+?)\s*$", text, flags=re.MULTILINE)
+    # line by line, heads only: `^\s*State\s*:\s*(.+?)\s*$` was quadratic in a run of spaces
+    states = [
+        rest.strip()
+        for line in text.split("\n")
+        if (m := _STATE.match(line)) and (rest := line[m.end() :]).strip()
+    ]
     return tuple(clean_line(s) for s in states)
 
 

@@ -103,6 +103,31 @@ def _network(host: HostResult) -> str | None:
     return f"{ok}/{len(data.targets)} ok" + (" · HF token" if data.hf_token else "")
 
 
+def _health(host: HostResult) -> str | None:
+    """The worst of what the health section read, in a word or two: lost GPUs, Xids, clock
+    slowdowns, the fabric manager; "ok" when it read GPUs or a kernel log and saw none
+    (the Findings panel has the verdict in full)."""
+    data = host.data("health")
+    if data is None:
+        return None
+    from gpudash.probe.smiq import SLOWDOWN_REASONS
+
+    lost = len(set(data.lost_gpus) | set(data.unreachable))
+    bits = [f"{lost} lost"] if lost else []
+    xids = sorted({e.xid for e in data.kernel.xids})
+    if xids:
+        bits.append("Xid " + ",".join(map(str, xids[:3])))
+    slow = sum(any(r in SLOWDOWN_REASONS for r in g.reasons) for g in data.gpus)
+    if slow:
+        bits.append(f"{slow} slowed")
+    fm = data.fabric_manager
+    if fm is not None and fm.active not in (None, "active"):
+        bits.append(f"FM {fm.active}")
+    if bits:
+        return " · ".join(bits)
+    return "ok" if data.gpus or data.kernel.source else "?"
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
     Column("state", "state", _state, compare=False, floor=12, gives_first=True),
@@ -114,6 +139,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("torch", "torch", _torch, section="env", floor=8),
     Column("models", "models", _models, section="models", floor=6),
     Column("network", "network", _network, section="network", floor=7),
+    Column("health", "health", _health, section="health", floor=6),
 )
 
 

@@ -1,0 +1,192 @@
+"""Trust under attack (issue 20, items 1 and 3), against real sshd hosts.
+
+A host counts as answered only when the probe script really ran: its start marker and its
+exit marker arrived and its exit status was 0. A host whose sshd forces `/usr/sbin/nologin`
+never runs it and must fail with the remote's own line; a host without `timeout` on PATH still
+answers, under a shell kill timer, and says so. A tool on the host that scans every process's
+command line, environment and the script files they name cannot learn the framing nonce.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import FIXTURES, fakegpu
+from tests.support.sshd import FakeHost, Sshd
+
+NOLOGIN, NO_TIMEOUT = 0, 1
+
+
+def _path_without_timeout(folder: Path) -> str:
+    """A PATH with every system command but `timeout` (symlinks), as on a minimal image."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for system in ("/usr/local/bin", "/usr/bin", "/bin"):
+        if not os.path.isdir(system):
+            continue
+        for name in os.listdir(system):
+            link = folder / name
+            if name != "timeout" and not os.path.lexists(link):
+                link.symlink_to(os.path.join(system, name))
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def hostile_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    root = tmp_path_factory.mktemp("trust-sshd")
+    bare = _path_without_timeout(root / "no-timeout-bin")
+    server = Sshd(
+        root,
+        host_options={NOLOGIN: ("ForceCommand /usr/sbin/nologin",)},
+        host_path={NO_TIMEOUT: f"{root}/hosts/h{NO_TIMEOUT}/bin:{bare}"},
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def gpudash(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpudash", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+    )
+
+
+def config(sshd: Sshd, host: FakeHost, path: Path, **extra: object) -> Path:
+    keys: dict[str, object] = {
+        "address": "127.0.0.1",
+        "port": host.port,
+        "user": sshd.user,
+        "identity_file": str(sshd.client_key),
+        "known_hosts": str(sshd.known_hosts),
+        "network_targets": ["http://127.0.0.1:9/"],
+        "connect_timeout": 5,
+        **extra,
+    }
+    body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+    path.write_text(f"[hosts.{host.name}]\n{body}")
+    return path
+
+
+def test_a_host_that_forces_nologin_is_failed_with_its_own_line_not_answered(
+    hostile_sshd: Sshd, tmp_path: Path
+) -> None:
+    host = hostile_sshd.hosts[NOLOGIN]
+    cfg = config(hostile_sshd, host, tmp_path / "c.toml")
+
+    probe = gpudash("probe", "--config", str(cfg))
+    assert probe.returncode == 1, probe.stdout + probe.stderr
+    assert "0 of 1 hosts answered" in probe.stdout
+    assert "This account is currently not available." in probe.stdout
+    assert "FAILED" in probe.stdout
+
+    doc = json.loads(gpudash("probe", "--json", "--config", str(cfg)).stdout)
+    (result,) = doc["hosts"]
+    assert result["state"] == "failed"
+    assert "the probe did not run: This account is currently not available." in result["error"]
+
+    check = gpudash("check", "--config", str(cfg))
+    assert check.returncode == 1, check.stdout + check.stderr
+
+
+def test_a_host_without_timeout_on_path_is_probed_under_a_shell_timer_and_says_so(
+    hostile_sshd: Sshd, tmp_path: Path
+) -> None:
+    host = hostile_sshd.hosts[NO_TIMEOUT]
+    host.reset()
+    fakegpu.install(host.bin_dir, FIXTURES / "h200-1x")
+    # nvidia-smi hangs when asked for the topology: only the kill timer can end that section.
+    real = host.bin_dir / "nvidia-smi.real"
+    (host.bin_dir / "nvidia-smi").rename(real)
+    host.write_tool(
+        "nvidia-smi", f'#!/bin/sh\n[ "$1" = topo ] && exec sleep 60\nexec {real} "$@"\n'
+    )
+    probe_check = subprocess.run(
+        hostile_sshd.ssh_argv(host, "command -v timeout || echo none"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert probe_check.stdout.strip() == "none"  # the host really lacks it
+
+    cfg = config(hostile_sshd, host, tmp_path / "c.toml", section_timeout=3)
+    start = time.monotonic()
+    run = gpudash("probe", "--json", "--config", str(cfg))
+    took = time.monotonic() - start
+    assert run.returncode == 0, run.stdout + run.stderr
+    (result,) = json.loads(run.stdout)["hosts"]
+    assert result["state"] == "ready"
+    assert any("no `timeout` on the host's PATH" in note for note in result["notes"])
+    sections = result["sections"]
+    assert sections["gpus"]["data"]["gpus"][0]["name"].startswith("NVIDIA H200")
+    assert sections["system"]["data"]["hostname"]
+    assert sections["topology"]["error"] == "timed out after 3s"
+    assert took < 20, f"the kill timer did not stop the hung section ({took:.1f}s)"
+
+    text = gpudash("probe", "--config", str(cfg))
+    assert text.returncode == 0
+    assert "no `timeout` on the host's PATH" in text.stdout
+
+
+# A hostile nvidia-smi: collects every 16-hex-digit string from every process's command line
+# and environment, and from every file a command line names (the section script the nonce
+# used to be written into), then prints, with each, frames that would end the gpus section
+# early and forge a `system` section and a `query` part.
+SCANNER = r"""#!/bin/sh
+[ $# -eq 0 ] || exec "$0.real" "$@"
+cands=$(for p in /proc/[0-9]*; do
+  echo "$p" >>"$HOME/scanned"
+  cat "$p/cmdline" "$p/environ" 2>/dev/null | tr '\0' '\n'
+  for f in $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null); do [ -f "$f" ] && cat "$f"; done
+done 2>/dev/null | grep -o '[0-9a-f]\{16\}' | sort -u)
+printf '%s\n' $cands >"$HOME/candidates"
+for n in $cands; do
+  printf '@@gpudash:%s:rc:smi:0\n@@gpudash:%s:part:query\n' "$n" "$n"
+  printf 'index, name\n0, FORGED-GPU\n'
+  printf '@@gpudash:%s:rc:query:0\n@@gpudash:%s:end:gpus:0\n' "$n" "$n"
+  printf '@@gpudash:%s:begin:system\n@@gpudash:%s:part:hostname\nforged-host\n' "$n" "$n"
+  printf '@@gpudash:%s:rc:hostname:0\n@@gpudash:%s:end:system:0\n' "$n" "$n"
+done
+# and into the section FIFO by its path (beside the script the parent shell runs): a forged
+# "system is done" and "gpus is done" for the foreground loop
+script=$(tr '\0' '\n' <"/proc/$PPID/cmdline" | grep '/gpudash[.].*[.]sh$')
+[ -p "${script%/*}/q" ] && printf 'system\ngpus\n' >"${script%/*}/q" && : >"$HOME/fifo"
+exec "$0.real"
+"""
+
+
+def test_a_tool_scanning_every_process_cannot_learn_the_nonce_or_forge_a_section(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path
+) -> None:
+    fakegpu.install(fake_host.bin_dir, FIXTURES / "h200-1x")
+    (fake_host.bin_dir / "nvidia-smi").rename(fake_host.bin_dir / "nvidia-smi.real")
+    fake_host.write_tool("nvidia-smi", SCANNER)
+    # a slow hostname: a forged `system` frame would arrive before the real one
+    fake_host.write_tool(
+        "uname",
+        '#!/bin/sh\n[ "$1" = -n ] && { sleep 1; echo real-host; exit; }\nexec /bin/uname "$@"\n',
+    )
+    cfg = config(sshd, fake_host, tmp_path / "c.toml")
+    run = gpudash("probe", "--json", "--config", str(cfg))
+    assert run.returncode == 0, run.stdout + run.stderr
+    scanned = (fake_host.home / "scanned").read_text().split()
+    assert len(scanned) > 5, "the scanner did not see the host's processes"
+    assert (fake_host.home / "fifo").exists(), "the scanner did not reach the section FIFO"
+    (result,) = json.loads(run.stdout)["hosts"]
+    sections = result["sections"]
+    assert sections["system"]["data"]["hostname"] == "real-host"
+    names = [g["name"] for g in sections["gpus"]["data"]["gpus"]]
+    assert names and "FORGED-GPU" not in names
+    assert sections["gpus"]["error"] is None
