@@ -77,7 +77,7 @@ case "$J" in *[!A-Za-z0-9._/-]*) fail "the job directory $J has characters autho
 if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists and is not a directory"; fi
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
-rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held"
+rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err"
 : > "$J/held"
 sweep ""
 UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
@@ -145,6 +145,10 @@ safe() {
 }
 # A fan-out's next hops: `VERB ALIAS ADDR PORT USER [ALIAS ADDR PORT USER ...]`, run on the
 # first with the rest, under this copy's key and the host keys gpudash verified (files/).
+# A hop that failed once (unreachable, silent 15 s, its end failed) is marked dead
+# (`fwd.dead`) and not tried again by this copy's later sessions: this host ends the chain,
+# so a lost hop costs one timeout, not one per stream and byte range; the hosts after it are
+# completed from the source by their own runs.
 fwd() {
     verb=$1
     shift
@@ -156,9 +160,9 @@ fwd() {
     ssh -i "$J/files/id" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
         -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$J/files/known_hosts" \
         -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="$a" \
-        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=15 -o LogLevel=ERROR \
+        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=10 -o LogLevel=ERROR \
         -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
-        -p "$port" -l "$user" "$addr" "$verb" "$@"
+        -p "$port" -l "$user" "$addr" "$verb" "$@" || { : > "$J/fwd.dead"; return 1; }
 }
 set -f
 set -- $SSH_ORIGINAL_COMMAND
@@ -194,6 +198,7 @@ base)
 recv)
     shift
     mkdir -p "$S" || exit 3
+    [ ! -e "$J/fwd.dead" ] || set --
     [ $# -gt 0 ] || exec tar -xpf - --no-same-owner -C "$S"
     # A fan-out hop: the stream goes on to the next host as it arrives (tee -p keeps feeding
     # the one output that still reads when the other fails); this end waits for the next.
@@ -213,6 +218,7 @@ part)
     case "$off$mode" in *[!0-9]* | "") exit 3 ;; esac
     safe "$p" || exit 3
     mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || exit 3
+    [ ! -e "$J/fwd.dead" ] || set --
     if [ $# -gt 0 ]; then
         f="$J/fwd.$$"
         rm -f "$f" && mkfifo "$f" || exit 3

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 _LABELED = re.compile(r"^@(d\d+) ?(.*)$", re.S)
 _END = re.compile(r"^gpudash-copy end (d\d+) (\d+)$")
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+_LABEL = re.compile(r"^d[0-9]{1,4}$")
 
 
 @dataclass(frozen=True)
@@ -247,9 +248,7 @@ async def _attach(copies: list[DirectCopy], src_job: str, run: str | None) -> di
         'cat "${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK/files/names"\n'
     )
     text, _ = await copies[0].source.output("{\n" + script + "} </dev/null\n", timeout=30)
-    names = tuple(
-        (f[0], f[1]) for f in (ln.split(" ", 1) for ln in text.decode().splitlines()) if len(f) == 2
-    )
+    names = _names(text.decode(errors="replace"))
     label = {shown: lab for lab, shown in names}
     return {
         c.host: Member(label[c.host], src_job, run, True, names)
@@ -257,6 +256,17 @@ async def _attach(copies: list[DirectCopy], src_job: str, run: str | None) -> di
         else Member(failed=("a fan-out copy without this host is running: run it again later",))
         for c in copies
     }
+
+
+def _names(text: str) -> tuple[tuple[str, str], ...]:
+    """The `names` file of a running fan-out (`LABEL HOST` lines): remote text, so only
+    labels `dN` (they name a key path gpudash removes) and host names it could have written."""
+    out = []
+    for line in text.splitlines():
+        label, _, shown = line.partition(" ")
+        if _LABEL.match(label) and _NAME.match(shown):
+            out.append((label, shown))
+    return tuple(out)
 
 
 def _shown_line(line: str, label: str, names: dict[str, str]) -> tuple[str | None, int | None]:
@@ -276,7 +286,10 @@ def _shown_line(line: str, label: str, names: dict[str, str]) -> tuple[str | Non
 async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.TaskEvent]:
     """The fan-out job's log as this destination's events; the end is its own verdict."""
     host, name = copy.host, copy.name
-    copy.src_job = member.src_job  # its `_after` clears this job's key on the source
+    # its `_after` removes this destination's copy of the key on the source, only that one:
+    # the other destinations' runs may still be sending (the fan-out job removes its own)
+    copy.src_job = member.src_job
+    copy.src_keys = (f"{member.label}/files/id",) if _LABEL.match(member.label) else ()
     names = dict(member.names)
     log = TaskLog(host, name)
     follower = JobFollower(

@@ -97,13 +97,20 @@ if [ -n "$CHAIN" ] && [ -n "$HOPS" ]; then
           GPUDASH_DEST="@d$CHAIN" sh "$F/one.sh" )
 fi
 
-# The source's manifest, once, while every destination hashes what it has.
+# The source's manifest, once, while every destination hashes what it has. Each
+# destination's run has its own copy of the key (dN/files/id), removed when that run ends
+# (and by gpudash once it saw that destination's end), so the first to end takes no other's.
 ( manifest . "$W/src.m.tmp" && mv "$W/src.m.tmp" "$W/src.m" || : > "$W/src.m.failed" ) &
 HASH=$!
 i=1
-pids=
 while [ $i -le "$N" ]; do
     mkdir -p "$GPUDASH_JOB/d$i/files" && cp "$F/id" "$F/known_hosts" "$GPUDASH_JOB/d$i/files/" || fail "cannot prepare @d$i"
+    i=$((i + 1))
+done
+rm -f "$F/id"
+i=1
+pids=
+while [ $i -le "$N" ]; do
     ( dest $i
       GPUDASH_JOB="$GPUDASH_JOB/d$i" GPUDASH_SRC_M="$W/src.m" GPUDASH_LINES=1 GPUDASH_DEST="@d$i" \
           sh "$F/one.sh" 2>&1
