@@ -99,7 +99,7 @@ class HostKeyCheck:
         if self.policy == "insecure":
             return None
         assert self._known is not None, "configure() first"
-        return self._known
+        return _ByName(self._known)
 
     def client_factory(self) -> _Client:
         return _Client(self)
@@ -107,7 +107,7 @@ class HostKeyCheck:
     def validate(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         """Called by asyncssh for a key the files do not trust."""
         assert self._known is not None
-        trusted = self._known.match(host, addr, None if port == 22 else port)[0]
+        trusted = self._known.match(host, "", None if port == 22 else port)[0]  # as _ByName
         if not trusted and self.policy == "accept-new":
             self._pending = (host, port, key)
             return True
@@ -129,6 +129,23 @@ class HostKeyCheck:
         self._pending = None
         append_known_host(self.record_file, host, port, key)
         self.recorded = f"recorded {hostport(host, port)} {key.get_fingerprint()}"
+
+
+class _ByName(asyncssh.SSHKnownHosts):
+    """The known_hosts entries matched by the host's name only, never by the address it
+    resolved to: OpenSSH trusts a key for the name it was asked to reach (or HostKeyAlias),
+    and an entry for the IP alone (`[127.0.0.1]:2210`) leaves a host reached by name unknown
+    (ssh(1) 9.2p1: "Host key verification failed" under StrictHostKeyChecking; CheckHostIP,
+    off by default since 8.5, only warns about the IP entry). asyncssh matches either, so a
+    host named `gpu8` was trusted through any entry for its address. A host given as an
+    address is its own name and still matches its `[addr]:port` entry."""
+
+    def __init__(self, known: asyncssh.SSHKnownHosts) -> None:
+        super().__init__()
+        self._by_name = known
+
+    def match(self, host: str, addr: str, port: int | None) -> Any:
+        return self._by_name.match(host, "", port)  # "": asyncssh then reads host as the IP
 
 
 class _Client(asyncssh.SSHClient):
