@@ -67,8 +67,8 @@ async def connect_retrying(
             await asyncio.sleep(pause)
             if left is not None:
                 kwargs["connect_timeout"] = left - pause
-        except BaseException:
-            await _end(attempt, ask=False)
+        except BaseException as exc:  # a proxy that exited at once: a broken pipe
+            await _end(attempt, ask=isinstance(exc, OSError), cause=exc)
             raise
         else:
             if attempt is not None and running is not None:
