@@ -89,11 +89,15 @@ async def _identities(host: SshHost, options: dict[str, Any]) -> tuple[str, ...]
     then offers the agent's keys and ~/.ssh/id_*, as ssh(1) does."""
     wanted: Iterable[str] = host.identity_files
     from_config = not wanted
-    if from_config:  # what ~/.ssh/config names, read without loading any key
+    # A bastion given as `user@host:port` borrowed the target's identity_file; like `ssh -J`,
+    # its own IdentityFile lines in ~/.ssh/config come first (README, OpenSSH compatibility).
+    if from_config or isinstance(host, JumpSpec):  # read without loading any key
         bare = await asyncssh.SSHClientConnectionOptions.construct(
             config=(), **options, client_keys=None
         )
-        wanted = bare.config.get("IdentityFile", ()) or ()
+        own = bare.config.get("IdentityFile", ()) or ()
+        if own or from_config:
+            wanted, from_config = own, True
     if not wanted:
         return ()
     found = existing_identities(wanted)

@@ -195,3 +195,40 @@ async def test_a_working_proxy_command_carries_the_connection(
         proxies = list(t._proxies)
     assert len(proxies) == 1 and proxies[0]._proc is not None
     assert proxies[0]._proc.returncode is not None  # ended with the transport, not leaked
+
+
+# -- item 24: a `user@host:port` jump uses the bastion's own ~/.ssh/config ------------------
+
+
+async def test_an_adhoc_jump_uses_the_bastions_own_identity_file_as_ssh_j_does(
+    tmp_path: Path, isolated_home: Path
+):
+    import asyncssh
+
+    # a server of its own: the bastion port accepts only the bastion's key
+    bastion_key = tmp_path / "bastion_ed25519"
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    key.write_private_key(bastion_key)
+    bastion_key.chmod(0o600)
+    (tmp_path / "bastion_keys").write_bytes(key.export_public_key())
+    (tmp_path / "sshd").mkdir()
+    only = f"AuthorizedKeysFile {tmp_path / 'bastion_keys'}"
+    server = Sshd(tmp_path / "sshd", host_options={1: (only,)})
+    server.start()
+    try:
+        target, bastion = server.hosts[0], server.hosts[1]
+        ssh_dir = isolated_home / ".ssh"
+        ssh_dir.mkdir()
+        (ssh_dir / "config").write_text(
+            f"Host bastion-alias\n  HostName 127.0.0.1\n  Port {bastion.port}\n"
+            f"  IdentityFile {bastion_key}\n  IdentitiesOnly yes\n"
+            f"  UserKnownHostsFile {server.known_hosts}\n"
+        )
+        argv = ["-J", f"{server.user}@bastion-alias", "-i", str(server.client_key)]
+        argv += ["-o", f"UserKnownHostsFile={server.known_hosts}", "-p", str(target.port)]
+        real = real_ssh(f"{server.user}@127.0.0.1", *argv)
+        assert real.stdout == "ok\n", real.stderr
+        host = server.host_config(target, name="gpu", jump=f"{server.user}@bastion-alias")
+        assert await echo(host) == b"h0\n"
+    finally:
+        server.close()
