@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
-from gpudash.model import NOT_SAVED, HostResult
+from gpudash.model import NOT_SAVED, HostResult, SectionResult
 from gpudash.probe.registry import SECTION_NAMES
 from gpudash.versions import Version, parse_version
 
@@ -127,7 +127,8 @@ class Context:
         return tuple(self.env.venvs) if self.env is not None else ()
 
     def section_notes(self) -> list[Finding]:
-        """An info finding per section that did not arrive or failed: its checks are skipped."""
+        """An info finding per section that did not arrive or failed: its checks are skipped.
+        A GPU tool that never returned is a warning of its own instead (`hung_tool`)."""
         from gpudash.checks.finding import Finding, Severity
 
         out = []
@@ -137,7 +138,10 @@ class Context:
                 continue  # nothing probed yet
             if section is not None and section.error == NOT_SAVED:
                 continue  # a replay of a capture older than the section: its panel says so
-            if section is None or section.data is None or section.error:
+            hung = hung_tool(section) if section is not None else None
+            if hung is not None:
+                out.append(hung)
+            elif section is None or section.data is None or section.error:
                 why = (section.error if section else None) or "not probed"
                 out.append(
                     Finding(
@@ -150,3 +154,51 @@ class Context:
                     )
                 )
         return out
+
+
+GPU_TOOLS: Mapping[tuple[str, str], str] = {
+    ("gpus", "query"): "nvidia-smi --query-gpu",
+    ("gpus", "smi"): "nvidia-smi",
+    ("topology", "topo"): "nvidia-smi topo -m",
+    ("topology", "nvlink"): "nvidia-smi nvlink -s",
+    ("topology", "fabric"): "nvidia-smi -q",
+}
+"""The GPU tool each part of a section runs (the sections' BODY): what a hang is named by."""
+
+
+def hung_tool(section: SectionResult) -> Finding | None:
+    """A WARN when the section timed out inside a GPU tool (its part began and never ended):
+    nvidia-smi that does not return is a wedged driver or GPU far more often than a slow
+    one, and must never read as "no GPUs"."""
+    from gpudash.checks.finding import Finding, Severity
+
+    error = section.error or ""
+    if not error.startswith("timed out"):
+        return None
+    for (name, part_name), tool in GPU_TOOLS.items():
+        part = section.parts.get(part_name) if name == section.name else None
+        if part is None or part.rc is not None:
+            continue
+        seconds = _seconds(error) or round(section.elapsed_s or 0)
+        return Finding(
+            Severity.WARN,
+            "gpu.tool_hung",
+            f"{tool} hung for {seconds:g} s: a driver or GPU fault is likely",
+            why=(
+                "nvidia-smi blocks while the driver waits on a GPU that stopped answering "
+                "(an Xid, a fallen-off-the-bus GPU, a stuck fabric manager); what it would "
+                "have reported is unknown, not absent."
+            ),
+            fix="Check `dmesg | grep -i xid` and `nvidia-smi` by hand; reset the GPU or reboot "
+            "if it stays hung.",
+            facts={"section": section.name, "command": tool, "seconds": seconds},
+        )
+    return None
+
+
+def _seconds(error: str) -> float | None:
+    """15.0 from "timed out after 15s" (`parse_section`'s words)."""
+    import re
+
+    m = re.search(r"after ([\d.]+)\s*s", error)
+    return float(m.group(1)) if m else None

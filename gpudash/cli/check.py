@@ -1,7 +1,13 @@
 """`gpudash check [HOST...]`: probe, then list what is wrong with each host.
 
-    gpudash check [HOST...] [--json] [--all] [--replay DIR]
-        findings per host; exit 0 when none is fail, 1 otherwise, 2 for usage/config errors
+    gpudash check [HOST...] [--json | --format text|json|prom] [--fail-on warn|fail]
+                  [--all] [--replay DIR] [-o FILE]
+        findings per host; exit 1 when any finding is at or above `--fail-on` (default
+        fail: a warn exits 0), 0 otherwise, 2 for usage/config errors
+
+`--format prom` writes Prometheus text exposition (gpudash/cli/prom.py) for node_exporter's
+textfile collector; `-o FILE` writes any format to FILE atomically (a temporary file in the
+same directory, renamed over it), so the collector never reads half a file.
 
 Hosts that share a tag with a named host are probed too (without being reported), since the
 comparison checks need them. `--replay DIR` reads `gpudash probe --save` captures instead of
@@ -14,15 +20,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
+import os
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from gpudash.checks.finding import Finding, Severity, counts, worst_severity
 from gpudash.checks.fixes import fix_phrase
-from gpudash.cli.errors import ExitCode
+from gpudash.cli.errors import ExitCode, UsageError
 from gpudash.cli.hosts import add_config_option, add_selection, replayed, select_hosts, with_peers
 from gpudash.config.model import Config
 from gpudash.model import Event, HostResult, ProbeFinished
@@ -33,11 +43,20 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check = sub.add_parser("check", help="probe hosts and list what is wrong with them")
-    check.add_argument(
-        "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
-    )
     add_selection(check)
     check.add_argument("--json", action="store_true", help="print one JSON document")
+    check.add_argument(
+        "--format",
+        choices=("text", "json", "prom"),
+        help="text (default), json (= --json) or prom (Prometheus textfile exposition)",
+    )
+    check.add_argument(
+        "--fail-on",
+        choices=("warn", "fail"),
+        default="fail",
+        help="exit 1 when a finding is this bad or worse (default: fail)",
+    )
+    check.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     check.add_argument("--all", action="store_true", help="also list ok findings")
     check.add_argument("--replay", metavar="DIR", help="check a --save directory, no connecting")
     add_config_option(check)
@@ -45,36 +64,73 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _check(args: argparse.Namespace) -> ExitCode:
+    if args.json and args.format not in (None, "json"):
+        raise UsageError(f"--json and --format {args.format} contradict each other: give one")
+    fmt = "json" if args.json else (args.format or "text")
+    output = Path(args.output) if args.output else None
+    if output is not None and not output.parent.is_dir():
+        raise UsageError(f"{output}: no such directory {str(output.parent)!r}")
     config = replayed(args)
     config, hosts = select_hosts(config, args.hosts, args.tags)
     names = [h.name for h in hosts]
-    found = asyncio.run(_check_streaming(config, names, args))
-    failed = any(f.severity is Severity.FAIL for fs in found.values() for f in fs)
+    found = asyncio.run(_check_streaming(config, names, args, fmt, output))
+    threshold = Severity(args.fail_on).rank
+    failed = any(f.severity.rank >= threshold for fs in found.values() for f in fs)
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
 async def _check_streaming(
-    config: Config, names: list[str], args: argparse.Namespace
+    config: Config, names: list[str], args: argparse.Namespace, fmt: str, output: Path | None
 ) -> dict[str, tuple[Finding, ...]]:
-    """Text: each host's block as soon as its findings are final. JSON: one document at the
-    end, in config order."""
+    """Text to stdout: each host's block as soon as its findings are final. JSON, prom, or
+    anything to a file: one document at the end, in the order the hosts were named."""
     found: dict[str, tuple[Finding, ...]] = {}
-    async for name, findings in stream_findings(config, names):
+    results: dict[str, HostResult] = {}
+    async for name, findings in stream_findings(config, names, results):
         found[name] = findings
-        if not args.json:
+        if fmt == "text" and output is None:
             write_text({name: findings}, sys.stdout, show_ok=args.all)
     found = {n: found[n] for n in names if n in found}
-    if args.json:
-        write_json(found, sys.stdout)
+    if fmt == "text" and output is None:
+        return found
+    buffer = io.StringIO()
+    if fmt == "json":
+        write_json(found, buffer)
+    elif fmt == "prom":
+        from gpudash.cli.prom import render_prom
+
+        buffer.write(render_prom(found, results, generated_at=time.time()))
+    else:
+        write_text(found, buffer, show_ok=args.all)
+    if output is None:
+        sys.stdout.write(buffer.getvalue())
+        sys.stdout.flush()
+    else:
+        write_atomically(output, buffer.getvalue())
     return found
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """`text` into `path` by a rename, so a reader (node_exporter's textfile collector, a
+    cron job) sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, 0o644)  # the collector runs as another user
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+
+
 async def stream_findings(
-    config: Config, names: Sequence[str]
+    config: Config, names: Sequence[str], results: dict[str, HostResult] | None = None
 ) -> AsyncIterator[tuple[str, tuple[Finding, ...]]]:
     """Each named host's findings once they are final: the host and every host it is compared
     with (all that share a tag with it) have finished their round, so a slow host holds back
-    only its own tag group. The Fleet computes them (FindingsComputed) as hosts finish."""
+    only its own tag group. The Fleet computes them (FindingsComputed) as hosts finish.
+    `results`, when given, gets each yielded host's probe results too (for GPU facts)."""
     from gpudash.fleet import Fleet
 
     tags = {h.name: h.tags for h in config.hosts}
@@ -112,6 +168,8 @@ async def stream_findings(
                         due.add(event.host)
                 if events.empty():  # so fleet.results holds every event taken so far
                     for name in final():
+                        if results is not None:
+                            results[name] = fleet.results.get(name) or HostResult(name)
                         yield name, _findings(fleet, name)
             await pump  # re-raise what broke the stream, if anything did
         finally:
@@ -119,6 +177,8 @@ async def stream_findings(
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
     for name in [*final(), *sorted(due, key=order.__getitem__)]:
+        if results is not None:
+            results[name] = fleet.results.get(name) or HostResult(name)
         yield name, _findings(fleet, name)
 
 
@@ -149,8 +209,10 @@ def write_json(found: dict[str, tuple[Finding, ...]], out: TextIO) -> None:
         )
     failed = any(h["worst"] == "fail" for h in hosts)
     from gpudash.checks.facts import FACTS_DATE
+    from gpudash.cli.document import envelope
 
-    json.dump({"ok": not failed, "facts_date": FACTS_DATE, "hosts": hosts}, out, indent=2)
+    doc = envelope({"ok": not failed, "facts_date": FACTS_DATE, "hosts": hosts})
+    json.dump(doc, out, indent=2)
     out.write("\n")
 
 

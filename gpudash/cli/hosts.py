@@ -44,12 +44,16 @@ def _named_config(args: argparse.Namespace) -> str | None:
 
 
 def replay_config(root: Path) -> Config:
-    """One replay host per saved host directory under `root` (a `gpudash probe --save` dir)."""
+    """One replay host per saved host directory under `root` (a `gpudash probe --save` dir),
+    or the one host `root` itself is (`DIR/HOST`, as a colleague sends one host's capture)."""
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory (expected a `gpudash probe --save` dir)")
-    dirs = saved_hosts(root)
+    dirs = [root] if (root / "meta.json").is_file() else saved_hosts(root)
     if not dirs:
-        raise UsageError(f"{root}: no saved hosts in it (no */meta.json)")
+        raise UsageError(
+            f"{root}: no saved hosts in it (no meta.json, no */meta.json: "
+            "expected a `gpudash probe --save` dir or one host's dir in it)"
+        )
     hosts = []
     seen: dict[str, Path] = {}
     for directory in dirs:
@@ -88,8 +92,13 @@ def replayed(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, hosts=hosts)
 
 
-def add_selection(parser: argparse.ArgumentParser) -> None:
-    """`--tag TAG`, repeatable: every host carrying any of the tags."""
+def add_selection(parser: argparse.ArgumentParser, *, hosts: bool = True) -> None:
+    """The HOST arguments (names, globs, ad-hoc targets) and `--tag TAG`, repeatable: every
+    host carrying any of the tags. The same words on every command that takes hosts."""
+    if hosts:
+        parser.add_argument(
+            "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
+        )
     parser.add_argument(
         "--tag",
         dest="tags",

@@ -31,12 +31,29 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "gpudash.cli.tasks",
     "check": "gpudash.cli.check",
     "report": "gpudash.cli.report",
+    "completion": "gpudash.cli.completion",
 }
 
 
 class _Parser(argparse.ArgumentParser):
+    _intermixing = False
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """A command's options anywhere among its positionals (`gpudash parse smi --text F`):
+        plain argparse matches `KIND [FILE]` in one go at `smi`, leaving FILE unrecognized
+        once an option sits between them. Intermixed parsing cannot take a parser that has
+        subcommands (the top one), so only the commands' own parsers use it."""
+        nested = any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in self._actions)
+        if nested or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -93,6 +110,8 @@ def entry() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command `argv` names (default: sys.argv) and return its exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["__complete"]:  # a shell asking for candidates (gpudash/cli/completion.py)
+        return _complete(argv[1:])
     try:
         args = build_parser(argv).parse_args(argv)
         return _dispatch(args)
@@ -108,6 +127,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return int(ExitCode.BROKEN_PIPE)
+
+
+def _complete(words: Sequence[str]) -> int:
+    """Print the completion candidates for `words`, one a line; never an error at a prompt."""
+    from gpudash.cli.completion import complete
+
+    try:
+        candidates = complete(build_parser(None), list(words))
+    except Exception:  # whatever went wrong, a TAB must not print a traceback into the line
+        return int(ExitCode.OK)
+    sys.stdout.write("".join(f"{c}\n" for c in candidates))
+    return int(ExitCode.OK)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -1,14 +1,38 @@
-"""`gpudash parse KIND [FILE]`: one saved tool output, parsed, printed as JSON (no host)."""
+"""`gpudash parse KIND [FILE]`: one saved tool output, parsed, printed as JSON (no host).
+
+    gpudash parse KIND [FILE|-] [--fields A,B] [--text]
+        exit 0 when FILE is that tool's output, 1 when nothing of it is found in FILE
+        ("no nvidia-smi table found"), 2 for usage errors (unreadable file, unknown KIND)
+
+The parsers are total (any text gives a result), so a file of the wrong tool parses to an
+empty result; printing `{"gpus": []}` for it would read as "a machine with no GPUs". The
+recognised-or-not test below turns that into one line and exit 1 instead.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gpudash.cli.errors import ExitCode, UsageError
 from gpudash.probe import TOOL_KINDS
+
+# What each kind is called in the "not found" line, and the test that its output is there:
+# a parse that found no row of the tool's own shape found nothing.
+_FOUND: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
+    "topo": ("no `nvidia-smi topo -m` matrix found", lambda d: bool(d.get("gpus"))),
+    "smi": ("no nvidia-smi table found", lambda d: bool(d.get("gpus"))),
+    "query": (
+        "no `nvidia-smi --query-gpu` CSV found",
+        lambda d: bool(d.get("rows")),
+    ),
+    "nvlink": ("no `nvidia-smi nvlink --status` output found", lambda d: bool(d.get("gpus"))),
+    "nvcc": ("no `nvcc --version` output found", lambda d: bool(d.get("release"))),
+}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,10 +40,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parse.add_argument("kind", choices=TOOL_KINDS, help="which tool printed it")
     parse.add_argument("file", nargs="?", default="-", help="the file, or - for stdin")
     parse.add_argument("--fields", help="column names of a --format=csv,noheader query")
+    parse.add_argument("--text", action="store_true", help="a readable summary, not JSON")
     parse.set_defaults(handler=parse_command)
 
 
 def parse_command(args: argparse.Namespace) -> ExitCode:
+    from gpudash.cli.document import envelope
     from gpudash.probe.tools import parse_tool
 
     if args.file == "-":
@@ -30,5 +56,84 @@ def parse_command(args: argparse.Namespace) -> ExitCode:
         except OSError as exc:
             raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
     fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
-    print(json.dumps(parse_tool(args.kind, text, fields), indent=2))
+    data = parse_tool(args.kind, text, fields)
+    missing, found = _FOUND[args.kind]
+    if not found(data):
+        where = "stdin" if args.file == "-" else args.file
+        print(f"gpudash: {where}: {missing}", file=sys.stderr)
+        return ExitCode.FAILED
+    if args.text:
+        sys.stdout.write("".join(f"{line}\n" for line in summary_lines(args.kind, data)))
+    else:
+        print(json.dumps(envelope({"kind": args.kind, **data}), indent=2))
     return ExitCode.OK
+
+
+def summary_lines(kind: str, data: dict[str, Any]) -> list[str]:
+    """A few readable lines of a parsed tool output (`--text`): what a person looks for."""
+    if kind == "smi":
+        gpus = data["gpus"]
+        lines = [
+            f"driver {data.get('driver_version') or '?'}, CUDA {data.get('cuda_version') or '?'}"
+            f", {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
+        ]
+        for g in gpus:
+            mem = (
+                f"{g['memory_used_mib']}/{g['memory_total_mib']} MiB"
+                if g.get("memory_total_mib") is not None
+                else "memory ?"
+            )
+            extra = "  ERR!" if g.get("error") else ""
+            lines.append(
+                f"  GPU {g['index']}: {g.get('name') or '?'}  {mem}  "
+                f"{_opt(g.get('temp_c'), 'C')}  {_opt(g.get('util_percent'), '%')}{extra}"
+            )
+        procs = data.get("processes") or []
+        if procs:
+            lines.append(f"{len(procs)} process{'es' if len(procs) != 1 else ''} on the GPUs")
+        return lines
+    if kind == "query":
+        rows = data["rows"]
+        lines = [
+            f"{len(rows)} row{'s' if len(rows) != 1 else ''}, columns: " + ", ".join(data["header"])
+        ]
+        for row in rows:
+            lines.append("  " + ", ".join(f"{k}={v}" for k, v in row.items()))
+        return lines
+    if kind == "topo":
+        gpus = data["gpus"]
+        if data.get("all_nvlink"):
+            links = f"every GPU pair on NVLink (at least NV{data.get('min_nvlink')})"
+        elif len(gpus) < 2:
+            links = "single GPU: no GPU pairs"
+        else:
+            kinds = sorted(
+                {
+                    v
+                    for g in gpus
+                    for k, v in data["links"].get(g, {}).items()
+                    if k in gpus and k != g
+                }
+            )
+            links = "GPU pairs over " + ", ".join(kinds)
+        lines = [f"{len(gpus)} GPUs, {len(data.get('nics') or [])} NICs; {links}"]
+        for g in gpus:
+            cpu = data.get("cpu_affinity", {}).get(g) or "?"
+            numa = data.get("numa_affinity", {}).get(g) or "?"
+            lines.append(f"  {g}: CPUs {cpu}, NUMA {numa}")
+        return lines
+    if kind == "nvlink":
+        lines = []
+        for g in data["gpus"]:
+            active = [link for link in g["links"] if link.get("active")]
+            speeds = sorted({link["speed_gbps"] for link in active if link.get("speed_gbps")})
+            rate = f" at {', '.join(f'{s:g}' for s in speeds)} GB/s" if speeds else ""
+            count = f"{len(active)} of {len(g['links'])} links active"
+            lines.append(f"GPU {g['index']}: {g.get('name') or '?'}: {count}{rate}")
+        return lines
+    # nvcc
+    return [f"nvcc {data.get('version') or data.get('release')} (CUDA {data.get('release')})"]
+
+
+def _opt(value: object, unit: str) -> str:
+    return "?" + unit if value is None else f"{value}{unit}"

@@ -1,5 +1,11 @@
-"""`gpudash probe [HOST...]` without a screen: a readable line per section as it arrives, or
-one JSON document; `--save DIR` keeps each host's raw outputs, `--replay DIR` shows them."""
+"""`gpudash probe [HOST...]` without a screen: a readable line per section, or one JSON
+document; `--save DIR` keeps each host's raw outputs, `--replay DIR` shows them.
+
+Text is grouped by host: a host's lines come as one block once it has finished (the first
+host to finish comes first), so ten hosts answering at once never interleave into a column
+no one can read. With one host there is nothing to group and each line comes as its section
+arrives; `--interleave` gets that for many hosts too (each line prefixed with its host).
+"""
 
 from __future__ import annotations
 
@@ -24,11 +30,13 @@ from gpudash.text import clean_line
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     probe = sub.add_parser("probe", help="probe hosts and print what they have")
-    probe.add_argument(
-        "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
-    )
     add_selection(probe)
     probe.add_argument("--json", action="store_true", help="print one JSON document")
+    probe.add_argument(
+        "--interleave",
+        action="store_true",
+        help="print each line as it arrives, hosts mixed (default: a block per finished host)",
+    )
     probe.add_argument("--save", metavar="DIR", help="write each host's raw outputs to DIR/HOST/")
     probe.add_argument("--replay", metavar="DIR", help="show a --save directory, no connecting")
     add_config_option(probe)
@@ -48,7 +56,9 @@ def _probe(args: argparse.Namespace) -> ExitCode:
             os.unlink(name)
         except OSError as exc:
             raise UsageError(f"--save {save}: {exc.strerror or exc}") from None
-    return asyncio.run(probe_command(config, names, as_json=args.json, save=save))
+    return asyncio.run(
+        probe_command(config, names, as_json=args.json, save=save, interleave=args.interleave)
+    )
 
 
 async def probe_command(
@@ -58,27 +68,42 @@ async def probe_command(
     as_json: bool,
     save: Path | None,
     out: TextIO | None = None,
+    interleave: bool = False,
 ) -> ExitCode:
-    """Probe `names` (default: all), print as the events come, and return FAILED when any
-    host did not answer."""
+    """Probe `names` (default: all), print as the events come (a block per host as each
+    finishes, unless `interleave`), and return FAILED when any host did not answer."""
+    from gpudash.cli.document import envelope
+
     out = out or sys.stdout
     unsaved: list[str] = []
     async with Fleet(config, findings=False) as fleet:
         hosts = fleet.hosts(names)
         width = max((len(h.name) for h in hosts), default=4)
+        stream = interleave or len(hosts) < 2
+        held: dict[str, list[str]] = {}
         async for event in fleet.probe(names):
             snapshot = fleet.results[event.host]  # the fleet folded `event` in already
-            if not as_json:
-                _print_event(event, snapshot, width, out)
-            if isinstance(event, ProbeFinished) and save is not None:
-                try:
-                    save_host(save, snapshot)
-                except OSError as exc:  # a planted symlink, a full disk: said, never a traceback
-                    unsaved.append(event.host)
-                    print(f"gpudash: --save: {clean_line(str(exc))}", file=sys.stderr)
+            if not as_json and (line := _event_line(event, snapshot, width)) is not None:
+                if stream:
+                    out.write(line)
+                    out.flush()
+                else:
+                    held.setdefault(event.host, []).append(line)
+            if isinstance(event, ProbeFinished):
+                if save is not None:
+                    try:
+                        save_host(save, snapshot)
+                    except OSError as exc:  # a planted symlink, a full disk: said, no traceback
+                        unsaved.append(event.host)
+                        print(f"gpudash: --save: {clean_line(str(exc))}", file=sys.stderr)
+                if held.get(event.host):
+                    out.write("".join(held.pop(event.host)))
+                    out.flush()
+        for lines in held.values():  # a host that never finished (cannot happen today)
+            out.write("".join(lines))
         results = [fleet.results.get(h.name) or HostResult(h.name) for h in hosts]
     if as_json:
-        json.dump({"hosts": [r.to_json() for r in results]}, out, indent=2)
+        json.dump(envelope({"hosts": [r.to_json() for r in results]}), out, indent=2)
         out.write("\n")
     else:
         _print_totals(results, out)
@@ -87,24 +112,27 @@ async def probe_command(
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
-def _print_event(event: Event, snap: HostResult, width: int, out: TextIO) -> None:
+def _event_line(event: Event, snap: HostResult, width: int) -> str | None:
+    """The text line `event` prints, if any."""
     prefix = f"{snap.name:<{width}} │ "
     if isinstance(event, SectionDone):
         if snap.state is HostState.FAILED or (event.result.error and not event.result.parts):
-            return  # a section that never came: the host line below says why
-        _say(out, f"{prefix}{event.result.name:<8} {section_line(event.result)}")
-    elif isinstance(event, HostStateChanged) and event.state is HostState.FAILED:
-        _say(out, f"{prefix}FAILED   {event.reason}")
+            return None  # a section that never came: the host line below says why
+        return _said(f"{prefix}{event.result.name:<8} {section_line(event.result)}")
     if isinstance(event, HostStateChanged):
-        for note in event.notes:  # how the probe ran there (no `timeout` on PATH, ...)
-            _say(out, f"{prefix}note     {note}")
-    out.flush()
+        lines = []
+        if event.state is HostState.FAILED:
+            lines.append(_said(f"{prefix}FAILED   {event.reason}"))
+        # How the probe ran there (no `timeout` on PATH, ...).
+        lines += [_said(f"{prefix}note     {note}") for note in event.notes]
+        return "".join(lines) or None
+    return None
 
 
-def _say(out: TextIO, line: str) -> None:
+def _said(line: str) -> str:
     """One line for the terminal. Host names, reasons and section lines carry host or file
     text (a replayed capture's host label can hold OSC 52 or U+202E): cleaned here, last."""
-    out.write(clean_line(line) + "\n")
+    return clean_line(line) + "\n"
 
 
 def _print_totals(results: list[HostResult], out: TextIO) -> None:
@@ -113,4 +141,4 @@ def _print_totals(results: list[HostResult], out: TextIO) -> None:
     line = f"{ready} of {len(results)} hosts answered"
     if failed:
         line += "; failed: " + ", ".join(f"{r.name} ({r.error})" for r in failed)
-    _say(out, line)
+    out.write(_said(line))

@@ -1,8 +1,9 @@
 """Which keys a task may take: the tasks screen's own keys and the keys that work everywhere.
 
-A task's `key` is live in the tasks screen (and, as a fix key, in the findings panel), where it
-would shadow any other binding on the same key. So a task key that equals one of those keys,
-as the defaults or `[keys]` set them, is a config error naming the key, never a silent shadow.
+A task's `key` is live in the tasks screen only (the findings panel fixes with one key of its
+own, `F`, so no task key shadows a host-view key there), where it would shadow any other
+binding on the same key. So a task key that equals one of those keys, as the defaults or
+`[keys]` set them, is a config error naming the key, never a silent shadow.
 The app's key table (gpudash/ui/keys.py) takes the defaults below, so the two cannot drift.
 """
 
@@ -39,8 +40,13 @@ FIXED_KEYS: Mapping[str, str] = {
     "enter": "selects",
     "ctrl+p": "opens the command palette",
     "ctrl+c": "quits",
+    "j": "moves the cursor down",
+    "k": "moves the cursor up",
+    "g": "moves to the first row",
+    "G": "moves to the last row",
 }
-"""Keys Textual's widgets answer themselves; no task may take them."""
+"""Keys the tasks screen's widgets answer themselves (Textual's, and the vim-style moves
+gpudash/ui/keys.py binds on every list); no task may take them."""
 
 _CHAR_NAMES = {
     "?": "question_mark",

@@ -126,6 +126,11 @@ def build_script(plan: ProbePlan) -> str:
             '  : >"$3"; kill -TERM $2; sleep 2; kill -KILL $2',
             "}",
             "gd_run() {",
+            # The trap before the launch: `timeout` puts the section in a process group of its
+            # own, out of reach of a kill of the script's group, so a TERM that arrived between
+            # the launch and a later trap would orphan the section and its tools. `$!` is the
+            # launched child from the moment it exists.
+            "  gd_c=; trap 'kill $gd_c $! 2>/dev/null; exit 143' TERM",
             '  if [ -n "$GD_T" ]; then',
             '    echo "$GPUDASH_NONCE" | timeout -k 2 "$2" sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
             "    gd_c=$!",
@@ -133,7 +138,6 @@ def build_script(plan: ProbePlan) -> str:
             '    echo "$GPUDASH_NONCE" | sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
             '    gd_c=$!; gd_timer "$2" $gd_c "$D/$1.late" </dev/null >/dev/null 2>&1 3>&- &',
             "  fi",
-            "  trap 'kill $gd_c 2>/dev/null; exit 143' TERM",
             "  wait $gd_c",
             '  gd_rc=$?; [ -e "$D/$1.late" ] && gd_rc=124',
             '  echo "$1" >&3',

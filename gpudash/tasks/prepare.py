@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.stack import choose_torch
@@ -37,13 +38,17 @@ class Facts:
     driver_version: str | None = None
     gpus: int | None = None
     """How many GPUs the driver lists (verify compares CUDA's count with it)."""
+    sites: tuple[tuple[str, bool, str], ...] = ()
+    """The probe's network check, per named site: (host, reached, why not). Empty when it
+    did not look (or named only IP literals, which say nothing about the internet)."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
-        """From a `gpudash.model.HostResult` (its `gpus` section), or unknown."""
+        """From a `gpudash.model.HostResult` (its `gpus` and `network` sections), or unknown."""
+        sites = _sites(result.data("network")) if result is not None else ()
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
-            return cls()
+            return cls(sites=sites)
         ccs = tuple(g.cc or None for g in getattr(gpus, "gpus", ()))
         return cls(
             getattr(gpus, "cuda_version", None),
@@ -51,7 +56,65 @@ class Facts:
             known=True,
             driver_version=getattr(gpus, "driver_version", None),
             gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
+            sites=sites,
         )
+
+
+def _sites(network: object) -> tuple[tuple[str, bool, str], ...]:
+    out = []
+    for t in getattr(network, "targets", ()):
+        if not t.host or t.dns_ok is None:
+            continue  # an IP literal (a test's 127.0.0.1): nothing about the internet
+        why = "name resolution failed" if t.dns_ok is False else (t.error or "no answer")
+        out.append((t.host, bool(t.ok), why))
+    return tuple(out)
+
+
+DOWNLOADS: Mapping[str, tuple[str, ...]] = {
+    "uv": ("pypi.org", "files.pythonhosted.org", "astral.sh", "github.com"),
+    "pip": ("pypi.org", "files.pythonhosted.org"),
+    "torch": ("download.pytorch.org",),
+    "serving": ("pypi.org", "files.pythonhosted.org", "download.pytorch.org"),
+}
+"""Kinds that fetch from the internet unless an index or local wheels are given, and the
+sites they fetch from (the uv kind: pip from PyPI, else astral.sh's installer from GitHub)."""
+
+
+def offline(sites: Iterable[str], facts: Facts) -> str | None:
+    """Why `kind` cannot download on this host, from the probe's network check: every site
+    it needs that the probe tried failed; or, where the probe tried none of them, every
+    site it tried (two or more) failed to resolve, which is no DNS at all. None otherwise
+    (unknown is not offline)."""
+    needed = set(sites)
+    tried = [s for s in facts.sites if s[0] in needed]
+    if not tried:
+        dead = [s for s in facts.sites if not s[1] and s[2] == "name resolution failed"]
+        if len(facts.sites) < 2 or len(dead) < len(facts.sites):
+            return None
+        tried = dead
+    if any(reached for _, reached, _ in tried):
+        return None
+    hosts = ", ".join(dict.fromkeys(host for host, _, _ in tried))
+    whys = list(dict.fromkeys(why for _, _, why in tried))
+    return f"cannot reach {hosts}: {whys[0]}"
+
+
+def _check_network(spec: TaskSpec, facts: Facts) -> None:
+    if spec.kind not in DOWNLOADS:
+        return
+    params = spec.params
+    if params.get("index_url") or params.get("find_links") or params.get("no_index"):
+        return  # a mirror or local wheels: the public internet is not needed
+    sites = DOWNLOADS[spec.kind]
+    if spec.kind == "torch":  # its own index, a mirror included
+        sites = (urlsplit(str(params.get("index") or "")).hostname or sites[0],)
+    cause = offline(sites, facts)
+    if cause is None:
+        return
+    way = "set https_proxy" + (", or install uv by hand" if spec.kind == "uv" else "")
+    if spec.kind == "pip":
+        way += ", or use params.index_url / find_links"
+    raise PrepareError(f"{spec.name}: {cause} (the probe's network check): {way}")
 
 
 @dataclass(frozen=True)
@@ -147,6 +210,7 @@ def prepare(
     spec: TaskSpec, facts: Facts | None = None, environ: Mapping[str, str] = os.environ
 ) -> Prepared:
     facts = facts or Facts()
+    _check_network(spec, facts)
     kind = spec.kind_def
     params = dict(spec.params)
     env: dict[str, str] = {}

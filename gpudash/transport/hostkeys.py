@@ -9,7 +9,11 @@ trust: no entry for the host means unknown, any entry means changed.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,14 @@ class Refusal:
     host: str
 
     def reason(self) -> str:
+        if self.known_hosts in ("", os.devnull):  # `UserKnownHostsFile /dev/null` or none
+            what = "CHANGED" if self.changed else "unknown"
+            return (
+                f"host key {what} for {self.hostport} ({self.fingerprint}): no known_hosts "
+                f"file keeps keys for it (UserKnownHostsFile is "
+                f'{self.known_hosts or "none"}); set known_hosts = "~/.ssh/known_hosts" '
+                f'for this host, or host_key_policy = "accept-new"'
+            )
         if self.changed:
             return (
                 f"host key CHANGED for {self.hostport}: it now presents {self.fingerprint}, "
@@ -78,20 +90,28 @@ class HostKeyCheck:
         self._pending: tuple[str, int, asyncssh.SSHKey] | None = None
         self._known: asyncssh.SSHKnownHosts | None = None
         self._alias: str | None = None  # ssh_config's HostKeyAlias
+        self._none = False
 
     @property
     def record_file(self) -> Path:
         """Where accept-new writes: the first known_hosts file in use."""
         return self.files[0] if self.files else Path(DEFAULT_KNOWN_HOSTS).expanduser()
 
-    def configure(self, ssh_config: Any) -> None:
-        """Pick the files: the host's `known_hosts`, else ssh_config's, else the default."""
+    def configure(self, ssh_config: Any, tokens: Mapping[str, str] | None = None) -> None:
+        """Pick the files: the host's `known_hosts`, else ssh_config's, else the default.
+
+        ssh_config's file names get OpenSSH's `%` tokens and `${VAR}`s expanded (`tokens`,
+        from `known_hosts_tokens`); asyncssh leaves them literal, which read no file and then
+        told the user to append to `%d/.ssh/kh_%u`. `none` names no file, as in OpenSSH."""
         if self._explicit:
             names = [self._explicit]
         else:
             get = getattr(ssh_config, "get", lambda _key, default: default)
-            names = list(get("UserKnownHostsFile", ()) or [DEFAULT_KNOWN_HOSTS])
-            names += list(get("GlobalKnownHostsFile", ()) or [])
+            user = get("UserKnownHostsFile", None)  # asyncssh reads `none` as []
+            self._none = user is not None and not user
+            user = [DEFAULT_KNOWN_HOSTS] if user is None else list(user)
+            names = [*user, *(get("GlobalKnownHostsFile", ()) or [])]
+            names = [expand_tokens(n, tokens or {}) for n in names if n.lower() != "none"]
         self.files = [Path(n).expanduser() for n in names]
         self._known = _parsed(tuple(self.files))
         alias = getattr(ssh_config, "get", lambda _key, default: default)("HostKeyAlias", None)
@@ -120,7 +140,7 @@ class HostKeyCheck:
             changed=bool(trusted),
             hostport=hostport(host, port),
             fingerprint=f"{_kind(key)} {key.get_fingerprint()}",
-            known_hosts=str(self.record_file),
+            known_hosts="" if self._none else str(self.record_file),
             port=port,
             host=host,
         )
@@ -134,6 +154,57 @@ class HostKeyCheck:
         self._pending = None
         append_known_host(self.record_file, host, port, key)
         self.recorded = f"recorded {hostport(host, port)} {key.get_fingerprint()}"
+
+
+# OpenSSH's tokens for UserKnownHostsFile, as ssh_config(5) (OpenSSH 9.2p1, "TOKENS") lists
+# them: %%, %C, %d, %h, %i, %k, %L, %l, %n, %p, %r, %u; checked against `ssh -G` 9.2p1
+# (tests/ssh/test_ssh_config_semantics.py). `${VAR}` is the environment (OpenSSH >= 8.4).
+_TOKEN = re.compile(r"%(.)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def known_hosts_tokens(
+    *, original: str, host: str, port: int, user: str | None, alias: str | None = None
+) -> dict[str, str]:
+    """The values of OpenSSH's tokens for one connection: `original` is the name as given
+    (gpudash's `address`), `host` the HostName it resolved to."""
+    local = socket.gethostname()
+    local_user = _local_user()
+    remote_user = user or local_user
+    return {
+        "%": "%",
+        "C": hashlib.sha1(f"{local}{host}{port}{remote_user}".encode()).hexdigest(),
+        "d": os.path.expanduser("~"),
+        "h": host,
+        "i": str(os.getuid()),
+        "k": alias or original,
+        "L": local.split(".", 1)[0],
+        "l": local,
+        "n": original,
+        "p": str(port),
+        "r": remote_user,
+        "u": local_user,
+    }
+
+
+def expand_tokens(value: str, tokens: Mapping[str, str]) -> str:
+    """`value` with `%x` tokens and `${VAR}` expanded; an unknown token or unset variable
+    stays as written (the file then matches nothing, as a typo would)."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return tokens.get(match.group(1), match.group(0))
+        return os.environ.get(match.group(2), match.group(0))
+
+    return _TOKEN.sub(one, value)
+
+
+def _local_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
 
 
 class _ByName(asyncssh.SSHKnownHosts):
@@ -199,7 +270,10 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def _read(path: Path) -> str:
     """One known_hosts file's text; a FIFO, a device or a huge file (ssh_config's
-    UserKnownHostsFile can name anything) is a RefusedFile naming it, never a hang."""
+    UserKnownHostsFile can name anything) is a RefusedFile naming it, never a hang.
+    `/dev/null` is the common idiom for "keep no keys" and reads as empty, as in OpenSSH."""
+    if str(path) == os.devnull:
+        return ""
     try:
         text = read_text(path, limit=KNOWN_HOSTS_LIMIT)
     except FileNotFoundError:

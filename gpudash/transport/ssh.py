@@ -40,7 +40,7 @@ from gpudash.transport.base import (
 )
 from gpudash.transport.early import connected
 from gpudash.transport.handshake import connect_retrying
-from gpudash.transport.hostkeys import HostKeyCheck
+from gpudash.transport.hostkeys import HostKeyCheck, known_hosts_tokens
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.slots import Slots
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
@@ -205,7 +205,16 @@ class SshTransport(Transport):
                 skipped = await _identities(host, options)
                 resolved = await asyncssh.SSHClientConnectionOptions.construct(config=(), **options)
                 where = Endpoint(resolved.username, resolved.host, resolved.port)
-                check.configure(resolved.config)
+                check.configure(
+                    resolved.config,
+                    known_hosts_tokens(
+                        original=host.address,
+                        host=resolved.host,
+                        port=resolved.port,
+                        user=resolved.username,
+                        alias=resolved.config.get("HostKeyAlias"),
+                    ),
+                )
                 known = check.asyncssh_known_hosts()
                 extra: dict[str, Any] = {}
                 if resolved.config.get("Ciphers") is None and _cpu_has_aes():

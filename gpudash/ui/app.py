@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,13 +22,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from gpudash.config.model import Config
 from gpudash.fleet import Fleet
 from gpudash.headstart import HeadStart
-from gpudash.model import HostResult
+from gpudash.model import HostResult, ProbeFinished
 from gpudash.ui import keys
+from gpudash.ui.data_age import probed_words, refresh_words
 from gpudash.ui.messages import ProbeEvent, TaskEvent
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.probing import HeapSettler, ProbeRouter
@@ -48,6 +50,9 @@ QUIT_BUDGET_S = 0.8
 
 DEFAULT_THEME = "textual-dark"
 
+AGE_TICK_S = 1.0
+"""How often "probed N s ago" is worded again (a repaint only when the words changed)."""
+
 
 def _ui(config: Config, name: str, default: Any) -> Any:
     ui = getattr(config, "ui", None)
@@ -58,7 +63,10 @@ def _ui(config: Config, name: str, default: Any) -> Any:
 class GpudashApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
-    BINDINGS = keys.bindings(keys.APP_KEYS)
+    BINDINGS: ClassVar[list[Binding]] = [
+        *keys.bindings(keys.APP_KEYS),
+        *(Binding(n, f"jump_panel({n})", show=False) for n in keys.PANEL_JUMPS),
+    ]
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
         (0, "-narrow"),
         (90, "-normal"),
@@ -83,6 +91,10 @@ class GpudashApp(App[int]):
         over instead of starting another. `gc_paused`: `run_app` turned the collector off
         for start-up, and the first settle turns it back on (`HeapSettler`)."""
         super().__init__(**kw)
+        if self.no_color:
+            from gpudash.ui.no_color import use_severity_monochrome
+
+            use_severity_monochrome(self._filters)
         self.config = config
         self.fleet = fleet or Fleet(config)
         self._head_start = head_start
@@ -94,6 +106,11 @@ class GpudashApp(App[int]):
         self.save_dir = Path(save_dir or _ui(config, "save_dir", "gpudash-saved"))
         self.probe_on_start = probe_on_start
         self.marked: set[str] = set()
+        self.clock = time.monotonic
+        """What "probed 12 s ago" is measured on (tests and snapshots pin it)."""
+        self.probed_at: dict[str, float] = {}
+        """When each host's last round ended, on `clock`."""
+        self._age_words = ""
         self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
         self.quitting = False
         self.probing = ProbeRouter(self, self.heap, head_start)
@@ -108,6 +125,7 @@ class GpudashApp(App[int]):
         with Horizontal(id="main"):
             with Vertical(id="sidebar"):
                 yield HostList(self.config.hosts, self.results, id="hosts")
+                yield Static("", id="data-age")
             yield HostView(id="host-view")
         yield Footer(compact=True)
 
@@ -122,6 +140,7 @@ class GpudashApp(App[int]):
             self.set_timer(self.heap.STARTUP_S, self.heap.end_pause)
         if self.probe_on_start:
             self.probing.probe(self.order)
+        self.set_interval(AGE_TICK_S, self._show_age)
 
     @property
     def host_list(self) -> HostList:
@@ -142,6 +161,20 @@ class GpudashApp(App[int]):
     def _show_selected(self) -> None:
         if self.selected is not None:
             self.host_view.show(self.results[self.selected])
+        self._show_age()
+
+    def _show_age(self) -> None:
+        """The selected host's data age and the refresh setting, under the host list."""
+        if not self.screen_stack or self.selected is None:
+            return
+        words = (
+            f"{probed_words(self.probed_at.get(self.selected), self.clock())}\n"
+            f"{refresh_words(self.refresh_s)}"
+        )
+        found = self.screen_stack[0].query("#data-age")
+        if found and words != self._age_words:
+            self._age_words = words
+            found.first(Static).update(words)
 
     def select_host(self, name: str) -> None:
         self.host_list.select_host(name)
@@ -188,6 +221,10 @@ class GpudashApp(App[int]):
 
     def on_probe_event(self, message: ProbeEvent) -> None:
         if self.screen_stack:  # not once the app is closing
+            if isinstance(message.event, ProbeFinished):
+                self.probed_at[message.event.host] = self.clock()
+                if message.event.host == self.selected:
+                    self.call_later(self._show_age)
             self.probing.on_event(message.event)
 
     def show_hosts(self, hosts: set[str]) -> None:
@@ -249,7 +286,7 @@ class GpudashApp(App[int]):
 
     # ---- actions -----------------------------------------------------------------------
 
-    MAIN_ONLY = frozenset({"filter", "expand", "save", "mark"})
+    MAIN_ONLY = frozenset({"filter", "expand", "save", "mark", "jump_panel", "leave_panel"})
     """Actions that act on the host view, so they are off while another screen is on top."""
 
     HOST_ACTIONS = frozenset({"refresh_host", "refresh_all", "fleet", "tasks"})
@@ -285,6 +322,19 @@ class GpudashApp(App[int]):
     def _fleet_closed(self, host: str | None) -> None:
         if host is not None and host in self.results:
             self.select_host(host)
+
+    def action_jump_panel(self, number: int) -> None:
+        """`1`..`9`: focus the host view's Nth panel (as drawn: Findings is 1)."""
+        panels = [p for p in self.screen.query(Panel) if p.display]
+        if 1 <= number <= len(panels):
+            panels[number - 1].focus()
+
+    def action_leave_panel(self) -> None:
+        """`esc` in a panel: restore it if it is full screen, else back to the host list."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        else:
+            self.host_list.focus()
 
     def action_expand(self) -> None:
         focused = self.screen.focused

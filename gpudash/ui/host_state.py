@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 
 from gpudash.model import NOT_SAVED, HostResult, HostState
@@ -118,18 +120,32 @@ def _finding_counts(result: HostResult) -> dict[str, int]:
     return counts
 
 
-def short_gpu_name(name: str) -> str:
-    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor says nothing in a list."""
+_BRANDS = ("NVIDIA ", "Tesla ", "GeForce ", "Quadro ")
+"""Vendor and product-line words: the same on every GPU of a kind, so they say nothing in a
+list ('NVIDIA GeForce RTX 4090' -> 'RTX 4090'; 'NVIDIA RTX A6000' keeps its RTX)."""
+
+_PACKAGING = re.compile(r"^(?:\d+GB|HBM\d*e?|PCIe|SXM\d*|MIG)$", re.IGNORECASE)
+"""Memory size and form factor tokens ('80GB', 'HBM3', 'PCIe', 'SXM4'), dropped only where a
+list is tight (the sidebar): the model stays, the GPUs panel names the rest."""
+
+
+def short_gpu_name(name: str, tight: bool = False) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3' (`tight`: 'H100'); 'NVIDIA GeForce RTX
+    4090' -> 'RTX 4090'; 'NVIDIA A100-SXM4-80GB' (tight) -> 'A100'."""
     if not name.strip():
         return "?"  # a GPU in ERR! can lose its name
-    for prefix in ("NVIDIA ", "Tesla "):
+    for prefix in _BRANDS:
         if name.startswith(prefix):
             name = name[len(prefix) :]
+    if tight:
+        words = [w for w in re.split(r"[ -]", name) if w and not _PACKAGING.match(w)]
+        name = " ".join(words) or name
     return name
 
 
-def gpu_summary(result: HostResult) -> Text | None:
-    """'8× H100 80GB HBM3', or the reason there are none, once the gpus section is in."""
+def gpu_summary(result: HostResult, tight: bool = False) -> Text | None:
+    """'8× H100 80GB HBM3' (`tight`: '8× H100'), or the reason there are none, once the gpus
+    section is in."""
     data = result.data("gpus")
     if data is None:
         return None
@@ -149,7 +165,7 @@ def gpu_summary(result: HostResult) -> Text | None:
         if i:
             out.append(", ")
         out.append(f"{count}× ")
-        out.append(remote(short_gpu_name(name)))
+        out.append(remote(short_gpu_name(name, tight)))
     if any(g.error for g in gpus):
         out.append(" ERR!", style="bold red")
     return out

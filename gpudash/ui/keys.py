@@ -65,8 +65,20 @@ TOPOLOGY_KEYS: tuple[Key, ...] = (
     ),
 )
 
+FINDINGS_KEYS: tuple[Key, ...] = (
+    Key(
+        "fix",
+        "F",
+        "fix",
+        "Fix",
+        "Run the task that fixes a finding on this host (asks which)",
+    ),
+)
+"""One key for every fix: a task's own key there would shadow the host view's keys."""
+
 FLEET_KEYS: tuple[Key, ...] = (
-    Key("fleet-sort", "o", "sort", "Sort", "Sort by the next column"),
+    Key("fleet-sort", "o", "sort", "Sort", "Sort by the next column (or click its header)"),
+    Key("fleet-reverse", "O", "reverse", "Reverse", "Reverse the sort order"),
     Key("fleet-open", "enter", "open", "Open", "Open the host under the cursor"),
     Key("fleet-close", "escape,f", "close", "Back", "Back to the host view"),
 )
@@ -89,8 +101,24 @@ TASKS_KEYS: tuple[Key, ...] = (
 )
 """The tasks screen's own keys; each task's key (from its config) is bound there too."""
 
-ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FLEET_KEYS + TASKS_KEYS
+ALL_KEYS = APP_KEYS + TOPOLOGY_KEYS + FINDINGS_KEYS + FLEET_KEYS + TASKS_KEYS
 KEY_IDS = frozenset(k.id for k in ALL_KEYS)
+
+
+VIM_MOVES: tuple[tuple[str, str], ...] = (("j", "down"), ("k", "up"), ("g", "home"), ("G", "end"))
+"""`j`/`k`/`g`/`G` as the arrows, home and end (the habit of less, vim, htop and k9s): each
+list, table and panel binds them to its own actions for those keys (`moves`)."""
+
+
+def moves(down: str, up: str, first: str, last: str) -> list[Binding]:
+    """Hidden bindings of j/k/g/G to a widget's own down/up/first/last actions."""
+    action = {"down": down, "up": up, "home": first, "end": last}
+    return [Binding(key, action[arrow], show=False) for key, arrow in VIM_MOVES]
+
+
+PANEL_JUMPS = tuple(str(n) for n in range(1, 10))
+"""Number keys jump to the host view's panels, in the order they are drawn (main screen only,
+so the tasks screen's digit task keys are untouched)."""
 
 
 def bindings(keys: tuple[Key, ...]) -> list[Binding]:

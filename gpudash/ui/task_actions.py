@@ -128,6 +128,8 @@ class TaskActions:
         if self.host.quitting or not self.host.screen_stack:
             return
         run, lines, started = self.control.on_event(event)
+        running = {host for (host, _), r in self.control.runs.items() if r.active}
+        self.host.host_list.set_running(running)
         from gpudash.ui.screens.tasks import TasksScreen
 
         for screen in self.host.screen_stack:

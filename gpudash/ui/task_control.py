@@ -23,7 +23,7 @@ from gpudash.tasks.spec import TaskSpec, load_tasks, order
 from gpudash.ui.messages import TaskEvent
 from gpudash.ui.render import remote
 from gpudash.ui.screens.confirm import ConfirmTask, plan_text
-from gpudash.ui.task_runs import Run, fold
+from gpudash.ui.task_runs import EarlierRun, Run, fold
 
 if TYPE_CHECKING:
     from gpudash.config.model import HostConfig
@@ -162,6 +162,13 @@ class TaskControl:
         except (TransportError, OSError):
             return
         for job in found:
+            if job.done and (host.name, job.task) not in self.runs:
+                state = (
+                    job.state if job.state != "finished" else ("ok" if job.rc == 0 else "failed")
+                )
+                earlier = EarlierRun(host.name, job.task, state, job.rc, job.run)
+                self.app.post_message(TaskEvent(earlier))  # type: ignore[arg-type]
+                continue
             if job.state != "running" or self._active(host.name, job.task):
                 continue
             cancel = asyncio.Event()

@@ -51,6 +51,42 @@ class Run:
         return (now if now is not None else time.monotonic()) - self.started
 
 
+@dataclass(frozen=True)
+class EarlierRun:
+    """A run that ended before this app started, found in the host's job dirs after a
+    restart: listed again with how it ended (the app's own event, not the core's)."""
+
+    host: str
+    task: str
+    state: str  # ok failed cancelled lost
+    rc: int | None
+    run: str | None
+
+
+def run_began(run_id: str | None) -> float | None:
+    """When a run started (time.time()), from its id ('20260103T141502-a1b2c3', local time:
+    `gpudash.tasks.jobs.new_run_id`); None when the id says nothing."""
+    if not run_id:
+        return None
+    try:
+        return time.mktime(time.strptime(run_id.split("-", 1)[0], "%Y%m%dT%H%M%S"))
+    except (ValueError, OverflowError):
+        return None
+
+
+def last_line(run: Run) -> str:
+    """The run's last non-blank line of output, cut to a table cell's worth."""
+    for line in (run.partial, *reversed(run.lines)):
+        if line.strip():
+            text = line.strip()
+            return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 1] + "…"
+    return ""
+
+
+NOTE_CHARS = 120
+"""The longest note the Runs table shows (the log pane has the whole line)."""
+
+
 def fold(run: Run, event: object) -> None:
     """Apply one core event to `run` (in place: the app owns runs, one handler touches them)."""
     if isinstance(event, ev.TaskQueued):
@@ -58,6 +94,9 @@ def fold(run: Run, event: object) -> None:
     elif isinstance(event, ev.TaskStarted):
         run.state = "running"
         run.started = time.monotonic()
+        began = run_began(event.run) if event.attached else None
+        if began is not None:  # re-attached: elapsed since the run began, not since attach
+            run.started -= max(0.0, time.time() - began)
         run.attached = event.attached
         run.log_path = event.log_path
         run.detail = "attached to the run already going" if event.attached else ""
@@ -76,10 +115,15 @@ def fold(run: Run, event: object) -> None:
         run.state = "ok" if event.ok else "failed"
         run.rc, run.elapsed_s = event.rc, event.elapsed_s
         run.detail = "timed out" if event.timed_out else ""
+        if not event.ok and not event.timed_out:
+            run.detail = last_line(run)  # why it failed, as a rule: in the Runs table's note
     elif isinstance(event, ev.TaskCancelled):
         run.state, run.elapsed_s = "cancelled", event.elapsed_s or run.elapsed()
     elif isinstance(event, ev.TaskLost):
         run.state, run.detail = "lost", event.reason
+    elif isinstance(event, EarlierRun):
+        run.state, run.rc, run.started, run.elapsed_s = event.state, event.rc, None, None
+        run.detail = f"earlier run {event.run or ''}: its log is in the job dir on the host"
     if not run.active:
         run.cancelling = False
         if run.elapsed_s is None and run.started is not None:
@@ -114,7 +158,7 @@ def state_text(run: Run, now: float | None = None) -> Text:
     """'running 12s', 'failed rc=2', 'skipped (already done)', 'ok 3.2s'."""
     word = run.state
     if run.state == "failed":
-        word = f"failed rc={run.rc}" + (" (timed out)" if run.detail else "")
+        word = f"failed rc={run.rc}" + (" (timed out)" if run.detail == "timed out" else "")
     elif run.state == "skipped":
         word = "skipped (already done)" if "already done" in run.detail else "skipped"
     elif run.state == "running" and run.cancelling:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
@@ -194,7 +195,74 @@ async def test_arrow_keys_move_the_selection_and_the_host_view_follows() -> None
         await pilot.press("up")
         await until(pilot, lambda: app.selected == "no-gpu")
         assert "nvidia-smi: not found" in screen_text(app)  # the GPUs panel
-        assert "ready · no nvidia-s" in screen_text(app)  # its row (cut at 100 columns)
+        # its row: the green dot says ready, so the words that do not fit are the GPUs'
+        assert "  no nvidia-smi" in screen_text(app)
+
+
+async def test_j_k_g_and_capital_g_move_as_the_arrows_home_and_end_do() -> None:
+    app = create_app(replay_config())
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("j")
+        await until(pilot, lambda: app.selected == "pcie-a40")
+        await pilot.press("G")
+        await until(pilot, lambda: app.selected == "down")
+        await pilot.press("k")
+        await until(pilot, lambda: app.selected == "no-gpu")
+        await pilot.press("g")
+        await until(pilot, lambda: app.selected == "dgx-h200")
+        await pilot.press("f")  # the fleet table too
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("j", "j", "enter")
+        await until(pilot, lambda: app.selected == "h200-1x")
+        panel = app.query_one("#panel-topology", Panel)
+        panel.focus()
+        await pilot.press("j")  # a panel scrolls
+        await until(pilot, lambda: panel.scroll_y > 0 or panel.max_scroll_y == 0)
+
+
+async def test_number_keys_jump_to_panels_and_escape_goes_back_to_the_host_list() -> None:
+    app = create_app(replay_config("dgx-h200"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("3")
+        assert app.focused is app.query_one("#panel-topology")
+        await pilot.press("1")
+        assert app.focused is app.query_one("#panel-findings")
+        assert "esc Hosts" in screen_text(app).splitlines()[-1]
+        await pilot.press("escape")  # one obvious key back
+        assert isinstance(app.focused, HostList)
+        await pilot.press("2", "enter")  # full screen: esc restores first, then leaves
+        assert app.screen.maximized is app.query_one("#panel-gpus")
+        await pilot.press("escape")
+        assert app.screen.maximized is None and app.focused is app.query_one("#panel-gpus")
+        await pilot.press("escape")
+        assert isinstance(app.focused, HostList)
+        await pilot.press("j")
+        await until(pilot, lambda: app.selected == "dgx-h200")  # one host: stays
+
+
+async def test_narrow_screens_shorten_model_names_and_keep_finding_text_over_codes(
+    tmp_path: Path,
+) -> None:
+    """8x 'NVIDIA GeForce RTX 4090' at 80 columns: the sidebar says '8× RTX 4090', not
+    '8× GeForce ...'; at 60 columns each finding line leads with its text, code after."""
+    import shutil
+
+    rtx = tmp_path / "rtx"
+    shutil.copytree(SAVED / "dgx-h200", rtx)
+    for path in rtx.glob("gpus*"):
+        path.write_text(path.read_text().replace("NVIDIA H200", "NVIDIA GeForce RTX 4090"))
+    config = Config(None, (replay_host("rtx", rtx), replay_host("pcie-a40")))
+    app = create_app(config)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, settled(app))
+        sidebar = [line[:20] for line in screen_text(app).splitlines()]
+        assert any("8× RTX 4090" in line for line in sidebar), sidebar[:4]
+        assert not any("GeForce" in line for line in sidebar)
+        app.select_host("pcie-a40")
+        await pilot.resize_terminal(60, 24)
+        await until(pilot, lambda: "✖ fail GPU 4 in ERR! state" in screen_text(app))
 
 
 async def test_a_mouse_click_selects_a_host() -> None:
@@ -406,17 +474,17 @@ async def test_the_command_palette_offers_the_app_actions() -> None:
 
 
 async def test_keys_remapped_in_the_config_replace_the_defaults() -> None:
-    config = replay_config("h200-1x", keys=(("fleet", "g"), ("refresh-host", "f5")))
+    config = replay_config("h200-1x", keys=(("fleet", "v"), ("refresh-host", "f5")))
     app = create_app(config)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
         footer = screen_text(app).splitlines()[-1]
-        assert "g Fleet" in footer and "f5 Re-probe" in footer  # the footer names the new keys
+        assert "v Fleet" in footer and "f5 Re-probe" in footer  # the footer names the new keys
         assert "f Fleet" not in footer and "r Re-probe" not in footer
         await pilot.press("f")
         await pilot.pause()
         assert not isinstance(app.screen, FleetScreen)
-        await pilot.press("g")
+        await pilot.press("v")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen))
 
 
@@ -450,6 +518,40 @@ async def test_no_color_is_respected(monkeypatch: pytest.MonkeyPatch) -> None:
     app = create_app(replay_config("h200-1x"))
     async with app.run_test(size=SIZE):
         assert app.no_color
+
+
+def shown_style(app: GpudashApp, word: str) -> Style:
+    """The style the terminal gets for the first cell of `word` on screen: the screen's
+    segments through the app's output filters (NO_COLOR's among them)."""
+    from textual.color import Color
+
+    for strip in app.screen._compositor.render_strips(app.screen.size):
+        if word not in strip.text:
+            continue
+        segments = list(strip)
+        for line_filter in app._filters:
+            segments = line_filter.apply(segments, Color(0, 0, 0))
+        for segment in segments:
+            if word in segment.text or segment.text.strip() == word.split()[0]:
+                return segment.style or Style()
+    raise AssertionError(f"{word!r} is not on screen")
+
+
+async def test_under_no_color_fail_is_the_most_visible_severity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Textual greys every colour by luminance, so red "fail" came out darker than yellow
+    "warn". Under NO_COLOR fail is bold reverse, warn bold, and neither is a dark grey."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = create_app(replay_config("pcie-a40"))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: "✖ fail" in screen_text(app) and "▲ warn" in screen_text(app))
+        fail, warn = shown_style(app, "✖ fail"), shown_style(app, "▲ warn")
+        assert fail.reverse and fail.bold
+        assert warn.bold and not warn.reverse
+        for style in (fail, warn):  # greys only, none near the background
+            r, g, b = style.color.get_truecolor()
+            assert r == g == b and r >= 150
 
 
 # ---- untrusted text --------------------------------------------------------------------------
@@ -514,6 +616,30 @@ async def test_periodic_refresh_probes_again_and_rounds_never_overlap() -> None:
                 assert in_flight == 1, f"{host}: a round started before the last one finished"
             elif isinstance(m.event, ProbeFinished):
                 in_flight -= 1
+
+
+async def test_the_age_of_the_data_shows_per_host_and_in_the_fleet_view() -> None:
+    now = [1000.0]
+    app = create_app(replay_config("dgx-h200", "pcie-a40"))
+    app.clock = lambda: now[0]
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        await until(pilot, lambda: "probed 0 s ago" in screen_text(app))
+        assert "refresh off" in screen_text(app)
+        now[0] += 12
+        await until(pilot, lambda: "probed 12 s ago" in screen_text(app), timeout=3)
+        app.probed_at["pcie-a40"] = now[0] - 180  # as if it had been probed earlier
+        await pilot.press("j")
+        await until(pilot, lambda: "probed 3 min ago" in screen_text(app))
+        await pilot.press("f")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await until(pilot, lambda: "probed 12 s – 3 min ago · refresh off" in screen_text(app))
+
+
+async def test_with_a_refresh_interval_the_age_says_how_often() -> None:
+    app = create_app(replay_config("h200-1x"), refresh_s=30)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "refresh every 30 s" in screen_text(app))
 
 
 async def test_refresh_is_off_by_default() -> None:

@@ -141,15 +141,68 @@ async def test_the_fleet_view_fits_every_column_into_100_columns() -> None:
         fleet, table = await open_fleet(app, pilot)
         lines = screen_lines(app)
         header = lines[1].split()
-        assert header == [c.label for c in COLUMNS]  # all ten, none scrolled off
+        base = [c.label for c in COLUMNS if not c.extra]
+        assert header == " ".join(base).split()  # all ten, none scrolled off, no extra one
         assert table.virtual_size.width <= SIZE[0]
         row = {name: lines[2 + i] for i, name in enumerate(fleet.rows)}
-        assert "NV18 · all 28" in row["dgx-h200"] and "sm_90" in row["dgx-h200"]
+        # cc and driver/CUDA whole (they tell GPUs apart); NVLink gives way first
+        assert "NV18 · al" in row["dgx-h200"] and " sm_90 " in row["dgx-h200"]
+        assert "580.159.04/13.0 " in row["dgx-h200"]
         assert "PCIe · SYS" in row["pcie-a40"] and "1 GPU" in row["h200-1x"]
-        assert row["dgx-h200"].rstrip().endswith("0/1 ok")  # the last column, whole
-        assert "unreachable" in row["down"] and "…" in row["down"]  # its reason gave way
+        assert row["dgx-h200"].rstrip().endswith("0/1 ok  ok")  # the last two columns, whole
+        assert "unreachabl…" in row["down"]  # its reason gave way (the red ✖ row says the rest)
 
         await pilot.resize_terminal(160, 30)  # room again: nothing is cut
         down = 2 + fleet.rows.index("down")
         await until(pilot, lambda: "unreachable: connection refused" in screen_lines(app)[down])
-        assert table.shown_widths == table.column_widths
+        shown = table.shown_widths
+        assert [w for w in shown if w is not None] == [
+            w for w, s in zip(table.column_widths, shown, strict=True) if s is not None
+        ]
+
+
+async def test_cc_and_driver_are_never_cut_and_the_host_column_stays_when_scrolled() -> None:
+    """At 80 columns the row does not fit: cc (sm_100 vs sm_103) and driver/CUDA keep their
+    whole width, the rest is cut or scrolls, and scrolled right the host names stay."""
+    app = create_app(replay_config(*FIVE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        fleet, table = await open_fleet(app, pilot)
+        keys = [c.key for c in COLUMNS]
+        for key in ("cc", "driver"):
+            i = keys.index(key)
+            assert table.shown_widths[i] == table.column_widths[i]
+        assert "580.159.04/13.0" in "\n".join(screen_lines(app)) or table.max_scroll_x > 0
+        assert table.max_scroll_x > 0
+        table.scroll_to(x=table.max_scroll_x, animate=False)
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert "580.159.04/13.0" in "\n".join(lines)  # scrolled into view, whole
+        for i, name in enumerate(fleet.rows):
+            assert lines[2 + i].startswith(f" {name} "), lines[2 + i]  # frozen host column
+
+
+async def test_a_wide_terminal_shows_more_columns() -> None:
+    app = create_app(replay_config(*FIVE))
+    async with app.run_test(size=(220, 40)) as pilot:
+        _, table = await open_fleet(app, pilot)
+        header = screen_lines(app)[1]
+        assert "GPU mem" in header and "kernel" in header and "RAM" in header
+        assert table.virtual_size.width > 120
+        assert "140 GiB" in "\n".join(screen_lines(app))  # an H200's memory
+        await pilot.resize_terminal(100, 30)
+        await until(pilot, lambda: "kernel" not in screen_lines(app)[1])
+
+
+async def test_capital_o_and_a_second_header_click_reverse_the_sort() -> None:
+    app = create_app(replay_config(*FIVE))
+    async with app.run_test(size=SIZE) as pilot:
+        fleet, _ = await open_fleet(app, pilot)
+        await pilot.press("o")  # by host name
+        assert fleet.rows == sorted(FIVE)
+        await pilot.press("O")
+        assert fleet.rows == sorted(FIVE, reverse=True)
+        assert "sorted by host reversed" in screen_lines(app)[0]
+        await pilot.press("O")
+        assert fleet.rows == sorted(FIVE)
+        await pilot.click(FleetTable, offset=(2, 0))  # the sorted column's header: reverse
+        assert fleet.rows == sorted(FIVE, reverse=True)

@@ -71,3 +71,32 @@ async def test_clicking_a_key_in_the_footer_presses_it() -> None:
         assert footer.key_at(footer_line(app).index("▏")) is None  # the edge is no key
         await pilot.click(Footer, offset=(column, 0))
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+
+
+async def test_help_and_quit_stay_in_the_footer_however_many_keys_a_screen_has() -> None:
+    """The tasks screen at 80 columns with eleven task keys, and the host view at 60: the
+    screen's own keys are cut (with '…'), never `? Help` and `q Quit`."""
+    from gpudash.tasks.spec import load_tasks
+    from gpudash.ui.screens.tasks import TasksScreen
+
+    extra = {
+        f"job{n}": {"title": f"job {n}", "kind": "script", "key": str(n), "run": "true\n"}
+        for n in range(1, 6)
+    }
+    app = create_app(replay_config("h200-1x", tasks=load_tasks(extra)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, settled(app))
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        await until(pilot, lambda: "Cancel" in footer_line(app))
+        line = footer_line(app)
+        assert "? Help" in line and "q Quit" in line and "…" in line, line
+        footer = app.screen.query_one(Footer)
+        quit_at = line.index("q Quit") + 1
+        assert footer.key_at(quit_at) is not None and footer.key_at(quit_at).key == "q"
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TasksScreen))
+        await pilot.resize_terminal(60, 24)
+        await until(pilot, lambda: "Quit" in footer_line(app) and len(footer_line(app)) <= 60)
+        line = footer_line(app)
+        assert "? Help" in line and "q Quit" in line and line.startswith("r Re-probe"), line

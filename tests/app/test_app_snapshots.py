@@ -8,6 +8,7 @@ test_app.py; these only guard the layout.
 
 from __future__ import annotations
 
+import pytest
 from textual.pilot import Pilot
 
 from gpudash.config.model import Config, HostConfig
@@ -21,7 +22,9 @@ FIVE = ("dgx-h200", "pcie-a40", "h200-1x", "no-gpu", "down")
 
 def app_for(*names: str):  # type: ignore[no-untyped-def]
     hosts = tuple(HostConfig(name=n, transport="replay", replay_dir=str(SAVED / n)) for n in names)
-    return create_app(Config(None, hosts), theme="textual-dark")
+    app = create_app(Config(None, hosts), theme="textual-dark")
+    app.clock = lambda: 1000.0  # "probed 0 s ago" however long the capture took
+    return app
 
 
 def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
@@ -86,6 +89,12 @@ def test_fleet_view_with_five_hosts(snap_compare) -> None:  # type: ignore[no-un
     assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after("f"))
 
 
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_fleet_view_at_other_sizes(snap_compare, size) -> None:  # type: ignore[no-untyped-def]
+    """80x24: cc and driver/CUDA whole, the rest cut or scrolled; 200x50: extra columns."""
+    assert snap_compare(app_for(*FIVE), terminal_size=size, run_before=after("f"))
+
+
 def test_help_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """?: every key as mapped, with what it does."""
     assert snap_compare(app_for(*FIVE), terminal_size=(100, 30), run_before=after("question_mark"))
@@ -109,13 +118,56 @@ def test_host_view_on_a_wide_terminal(snap_compare) -> None:  # type: ignore[no-
     assert snap_compare(app_for(*FIVE), terminal_size=(160, 45), run_before=after())
 
 
+SIZES = pytest.mark.parametrize(
+    "size", [(80, 24), (100, 30), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}"
+)
+"""The three sizes each screen that issue 23 changed is captured at."""
+
+
+@SIZES
+def test_findings_focused_with_the_fix_key_and_help_and_quit_in_the_footer(  # type: ignore[no-untyped-def]
+    snap_compare, size
+) -> None:
+    """tab on the PCIe host: details of each finding, `[F: task]` on the fixable ones, one
+    `F Fix` in the footer (no task key shadowing `s`), `? Help` and `q Quit` always."""
+    assert snap_compare(
+        app_for(*FIVE), terminal_size=size, run_before=after("tab", host="pcie-a40")
+    )
+
+
+@SIZES
+def test_fix_picker_for_several_fixable_findings(snap_compare, size) -> None:  # type: ignore[no-untyped-def]
+    """tab F on the PCIe host: which finding to fix, each with its task, worst first."""
+    assert snap_compare(
+        app_for(*FIVE), terminal_size=size, run_before=after("tab", "F", host="pcie-a40")
+    )
+
+
+@SIZES
+def test_host_view_under_no_color(snap_compare, size, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """NO_COLOR: greys only; fail in bold reverse, the most visible, warn bold."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(app_for(*FIVE), terminal_size=size, run_before=after(host="pcie-a40"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_tasks_screen_at_other_sizes(snap_compare, sshd, fake_host, size) -> None:  # type: ignore[no-untyped-def]
+    """The tasks screen below at 80x24 (Help and Quit still in the footer) and 200x50."""
+    tasks_screen_snapshot(snap_compare, sshd, fake_host, size)
+
+
 def test_tasks_screen_with_a_failed_run_and_a_finished_log(snap_compare, sshd, fake_host) -> None:  # type: ignore[no-untyped-def]
+    tasks_screen_snapshot(snap_compare, sshd, fake_host, (100, 30))
+
+
+def tasks_screen_snapshot(snap_compare, sshd, fake_host, size) -> None:  # type: ignore[no-untyped-def]
     """b, then 2 (fails rc=3) and 1 (progress bar, ok) on a real sshd host: the runs table
     and the selected run's log, progress collapsed in place. Elapsed times pinned to 1 s."""
     from gpudash.ui.screens.tasks import TasksScreen
     from tests.app.test_app_tasks import open_tasks_and_run, ssh_config, state_is, until
 
     app = create_app(ssh_config(sshd, [fake_host]), theme="textual-dark")
+    app.clock = lambda: 1000.0
 
     async def run_before(pilot: Pilot) -> None:
         await open_tasks_and_run(pilot, "2")
@@ -132,4 +184,4 @@ def test_tasks_screen_with_a_failed_run_and_a_finished_log(snap_compare, sshd, f
         await pilot.pause()
         app.clear_notifications()
 
-    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -22,7 +22,8 @@ from gpudash.transport.ssh import SshPool
 from gpudash.ui import create_app
 from gpudash.ui.app import GpudashApp
 from gpudash.ui.panels.findings import FindingsPanel
-from gpudash.ui.screens.confirm import ConfirmTask
+from gpudash.ui.screens.confirm import ConfirmCancel, ConfirmTask
+from gpudash.ui.screens.fix_picker import FixPicker
 from gpudash.ui.screens.tasks import TasksScreen
 from gpudash.ui.widgets.log_pane import LogPane
 from tests.app.test_app import SIZE, replay_config, screen_text, settled, until
@@ -206,7 +207,14 @@ async def test_cancel_stops_the_selected_task_and_nothing_is_left_on_the_host(
         await until(pilot, lambda: "started" in app.screen.query_one(LogPane).text_lines, 20)
         assert sleeping(marker), "the task should be running on the host"
         await until(pilot, lambda: "running" in screen_text(app))
-        await pilot.press("x")
+        await pilot.press("x")  # asks first, like k9s before a kill: n keeps it running
+        await until(pilot, lambda: isinstance(app.screen, ConfirmCancel))
+        assert "Stop task sleepy on h0?" in screen_text(app)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, TasksScreen))
+        await pilot.pause(0.3)
+        assert run_of(app, "h0", "sleepy").state == "running" and sleeping(marker)
+        await pilot.press("x", "x")  # a second x stops it
         await until(pilot, state_is(app, "h0", "sleepy", "cancelled"), timeout=30)
         assert "cancelled" in screen_text(app)
         assert sleeping(marker) == []
@@ -269,7 +277,53 @@ async def test_after_a_restart_the_app_finds_the_running_job_and_follows_it(
         await until(pilot, lambda: isinstance(second.screen, TasksScreen))
         await until(pilot, lambda: "started" in second.screen.query_one(LogPane).text_lines)
         await pilot.press("x")
+        await until(pilot, lambda: isinstance(second.screen, ConfirmCancel))
+        await pilot.press("y")
         await until(pilot, state_is(second, "h0", "sleepy", "cancelled"), timeout=30)
+    assert sleeping(marker) == []
+
+
+async def test_after_a_restart_elapsed_counts_from_the_start_earlier_runs_list_and_a_marker(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    """A run re-attached after a restart shows the time since it began (not since attach),
+    the host's earlier finished runs are listed again from its job dirs, and the host list
+    marks the host while a task runs there."""
+    marker = f"{uuid.uuid4().int % 100000}.85"
+    config = ssh_config(sshd, [fake_host], marker)
+    first = create_app(config)
+    async with first.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "2")  # boom: fails rc=3
+        await until(pilot, state_is(first, "h0", "boom", "failed"), timeout=20)
+        await pilot.press("3")
+        await until(pilot, lambda: isinstance(first.screen, ConfirmTask))
+        await pilot.press("y")
+        await until(pilot, state_is(first, "h0", "sleepy", "running"), timeout=20)
+        begun = time.monotonic()
+        await pilot.press("escape")
+        await until(pilot, lambda: "⚙ h0" in screen_text(first))  # a task runs on h0
+        await pilot.pause(2.5)
+        await pilot.press("q")
+        await until(pilot, lambda: first._exit_renderables is not None or not first.is_running)
+    second = create_app(config)
+    async with second.run_test(size=SIZE) as pilot:
+        await until(pilot, state_is(second, "h0", "sleepy", "running"), timeout=20)
+        run = run_of(second, "h0", "sleepy")
+        assert run.elapsed() >= time.monotonic() - begun - 1.5  # since it began, ±1 s id
+        await until(pilot, state_is(second, "h0", "boom", "failed"), timeout=20)
+        assert run_of(second, "h0", "boom").rc == 3
+        await until(pilot, lambda: "⚙ h0" in screen_text(second))
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(second.screen, TasksScreen))
+        await until(pilot, lambda: "failed rc=3" in screen_text(second))
+        await until(pilot, lambda: "earlier run" in screen_text(second))
+        table = second.screen.query_one("#runs", DataTable)
+        await pilot.press("g", *["j"] * table.get_row_index("h0\tsleepy"))  # to its row
+        await until(pilot, lambda: second.screen.selected_run is run)
+        await pilot.press("x", "y")
+        await until(pilot, state_is(second, "h0", "sleepy", "cancelled"), timeout=30)
+        await pilot.press("escape")
+        await until(pilot, lambda: "⚙ h0" not in screen_text(second))
     assert sleeping(marker) == []
 
 
@@ -287,7 +341,7 @@ async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> No
         # One line each while another widget has focus: fails first, fix keys in brackets.
         text = screen_text(app)
         assert text.index("✖ fail gpus.err") < text.index("▲ warn")
-        assert "env.no_uv [u]" in text and "why " not in text
+        assert "env.no_uv [F: uv]" in text and "why " not in text
         await pilot.press("tab", "enter")  # focus it and show it full screen: the details
         await until(pilot, lambda: app.screen.maximized is panel and "why " in screen_text(app))
         text = screen_text(app)
@@ -296,7 +350,7 @@ async def test_the_findings_panel_lists_the_worst_first_with_why_and_fix() -> No
         assert rows[1].startswith("facts gpus 4")
         assert rows[2].startswith("why   nvidia-smi cannot read the GPU")
         assert any(r.startswith("fix   Check `dmesg") for r in rows)
-        assert "press  u  to run task uv" in text
+        assert "press  F  to run task uv" in text
         assert "GPU memory already in use" in text
 
 
@@ -318,14 +372,19 @@ async def test_switching_hosts_sizes_the_findings_to_the_new_hosts_count() -> No
             )
 
 
-async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_task() -> None:
+async def test_f_in_the_findings_panel_asks_which_fix_then_opens_its_confirmation() -> None:
     app = create_app(replay_config("h200-1x", "pcie-a40"))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: all(r.findings for r in app.results.values()))
         await pilot.press("tab")
         await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
-        assert "Fix: uv" in screen_text(app)
-        await pilot.press("u")
+        assert "F Fix" in screen_text(app).splitlines()[-1]
+        fixes = [f.fix_task for f in app.results["h200-1x"].findings if f.fix_task]
+        await pilot.press("F")
+        if len(fixes) > 1:  # several: which one first, the worst on top
+            await until(pilot, lambda: isinstance(app.screen, FixPicker))
+            assert "Fix which finding?" in screen_text(app)
+            await pilot.press(*["down"] * fixes.index("uv"), "enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         text = screen_text(app)
         assert "Run uv on h200-1x" in text and "h200-1x: uv" in text
@@ -333,6 +392,33 @@ async def test_a_fix_key_in_the_findings_panel_opens_the_confirmation_for_its_ta
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmTask))
         assert not app.tasks.runs
+
+
+async def test_with_the_findings_focused_s_still_saves_and_task_keys_run_nothing(
+    tmp_path: Path,
+) -> None:
+    """A fix used to be bound to its task's key while Findings had focus: `s` (save in the
+    host view) became "Fix: serving" there. Now every key means one thing on the screen."""
+    from gpudash.config.load import parse_config
+
+    saved = FIXTURES / "saved" / "h200-1x"
+    config = parse_config(
+        f'[hosts.box]\ntransport = "replay"\nreplay_dir = "{saved}"\n'
+        'expect = { models = ["acme/tiny-model-7b"] }\n',
+        "gpudash.toml",
+    )
+    app = create_app(config, save_dir=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        assert any(f.fix_task == "model" for f in app.results["box"].findings)
+        await pilot.press("tab")
+        await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
+        footer = screen_text(app).splitlines()[-1]
+        assert "Fix:" not in footer and "s Save" in footer
+        await pilot.press("s", "m", "u")
+        await until(pilot, lambda: any(tmp_path.iterdir()))
+        await pilot.pause(0.2)
+        assert not isinstance(app.screen, (ConfirmTask, FixPicker)) and not app.tasks.runs
 
 
 async def test_the_command_palette_offers_each_task_behind_the_same_confirmation() -> None:
@@ -397,14 +483,14 @@ async def test_the_copy_task_runs_from_the_app_with_its_source_host(
 
 
 async def test_the_tasks_screen_keys_follow_the_keys_table_of_the_config() -> None:
-    config = replay_config("h200-1x", keys=(("task-cancel", "k"), ("tasks-close", "escape,z")))
+    config = replay_config("h200-1x", keys=(("task-cancel", "c"), ("tasks-close", "escape,z")))
     app = create_app(config)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
         await pilot.press("b")
         await until(pilot, lambda: isinstance(app.screen, TasksScreen))
         footer = screen_text(app).splitlines()[-1]
-        assert "k Cancel" in footer and "x Cancel" not in footer
+        assert "c Cancel" in footer and "x Cancel" not in footer
         await pilot.press("z")
         await until(pilot, lambda: not isinstance(app.screen, TasksScreen))
 
@@ -420,13 +506,69 @@ async def test_a_fix_key_carries_the_findings_parameters_into_the_task() -> None
     )
     app = create_app(config)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: "expect.model_missing [m]" in screen_text(app))
+        await until(pilot, lambda: "expect.model_missing [F: model]" in screen_text(app))
         await pilot.press("tab")
         await until(pilot, lambda: isinstance(app.focused, FindingsPanel))
-        await pilot.press("m")
+        fixes = [f.fix_task for f in app.results["box"].findings if f.fix_task]
+        await pilot.press("F")
+        if len(fixes) > 1:
+            await until(pilot, lambda: isinstance(app.screen, FixPicker))
+            await pilot.press(*["down"] * fixes.index("model"), "enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmTask))
         text = screen_text(app)
         assert "box: model" in text and "GPUDASH_REPO=acme/tiny-model-7b" in text
+
+
+async def test_uv_on_a_host_the_probe_found_offline_stops_with_the_cause_in_one_line(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    """The probe could not resolve any named site: the uv task is blocked before anything
+    is sent, its note names the cause and the way out (not "no usable pip", then
+    "uv: not found", rc 127). Names under .invalid never resolve (RFC 2606)."""
+    sites = ("https://pypi.invalid/simple/", "https://astral.invalid/")
+    host = sshd.host_config(fake_host, network_targets=sites)
+    app = create_app(Config(None, (host,), tasks=load_tasks({})))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app), timeout=30)
+        target = app.results["h0"].data("network").targets[0]
+        assert target.dns_ok is False, target  # the probe's own finding, on the host
+        await open_tasks_and_run(pilot, "u")
+        await until(pilot, state_is(app, "h0", "uv", "blocked"), timeout=20)
+        note = run_of(app, "h0", "uv").detail
+        assert note == (
+            "uv: cannot reach pypi.invalid, astral.invalid: name resolution failed (the probe's"
+            " network check): set https_proxy, or install uv by hand"
+        )
+        assert "cannot reach pypi.invalid, astral.invalid: name resolution" in screen_text(app)
+
+
+async def test_a_failed_runs_last_line_is_its_note_and_long_log_lines_wrap(
+    sshd: Sshd, fake_host: FakeHost
+) -> None:
+    cause = "error: the actual cause is at the very end of this line"
+    long_line = "x" * 180 + " " + cause
+    tasks = {
+        "long": {
+            "title": "long",
+            "kind": "script",
+            "key": "1",
+            "run": (
+                f"echo '{long_line}'\necho 'curl: (6) Could not resolve host: astral.sh'\nexit 6\n"
+            ),
+        }
+    }
+    host = sshd.host_config(fake_host, network_targets=NET)
+    app = create_app(Config(None, (host,), tasks=load_tasks(tasks)))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tasks_and_run(pilot, "1")
+        await until(pilot, state_is(app, "h0", "long", "failed"), timeout=20)
+        assert run_of(app, "h0", "long").detail == "curl: (6) Could not resolve host: astral.sh"
+        await until(pilot, lambda: "Could not resolve host: astral.sh" in screen_text(app))
+        rows = screen_text(app)
+        assert "failed rc=6" in rows
+        # the log pane wraps: the end of the 240-character line is on a 100-column screen
+        await until(pilot, lambda: "the very end of this line" in screen_text(app))
+        assert app.screen.query_one(LogPane).text_lines[0] == long_line
 
 
 async def test_a_job_found_after_a_restart_masks_every_configured_secret_in_its_logs(
@@ -470,7 +612,7 @@ async def test_a_job_found_after_a_restart_masks_every_configured_secret_in_its_
         pane = app.screen.query_one(LogPane)
         await until(pilot, lambda: "key: ********" in pane.text_lines)
         assert not any(key in line for line in pane.text_lines)
-        await pilot.press("x")
+        await pilot.press("x", "x")  # cancel, confirmed by a second x
         await until(pilot, state_is(app, "h0", "train", "cancelled"), timeout=30)
     logs = list((isolated_home / ".local/state/gpudash/logs").rglob("*.log"))
     assert logs

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gpudash.probe.registry import SECTION_NAMES
 from tests.support import FIXTURES, fakegpu
 from tests.support.sshd import Sshd
 from tests.support.tools import require
@@ -111,7 +112,8 @@ def test_gpudash_in_tmux_shows_the_host_the_fleet_and_quits_clean(
         timeout=10,
     )
     # Everything but toolkit (which hangs on the slow nvcc) arrives; the screen keeps up.
-    screen = tmux.wait_for(lambda s: "all 28 pairs NV18" in s and "probing 6/7" in s)
+    probing = f"probing {len(SECTION_NAMES) - 1}/{len(SECTION_NAMES)}"
+    screen = tmux.wait_for(lambda s: "all 28 pairs NV18" in s and probing in s)
     assert "gpu-box" in screen and "8 GPUs · Hopper" in screen
     assert len(screen.splitlines()) == 30
     tmux("send-keys", "-t", "app", "f")

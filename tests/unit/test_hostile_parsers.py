@@ -204,7 +204,9 @@ def _gpudash(*args: str) -> dict:
 
 
 def _stable(doc: dict) -> dict:
-    """The probe JSON without timings (the only values a replay legitimately changes)."""
+    """The probe JSON without timings (the only values a replay legitimately changes): the
+    sections' and hosts' elapsed time and the document's `generated_at`."""
+    doc.pop("generated_at", None)
     for host in doc["hosts"]:
         host.pop("elapsed_s")
         for section in host["sections"].values():

@@ -52,7 +52,7 @@ def test_remapping_a_screen_key_onto_a_built_in_task_key_is_reported_at_the_rema
 
 
 def test_moving_the_cancel_key_frees_x_for_a_task() -> None:
-    config = parse_config(HOST + '[keys]\ntask-cancel = "k"\n' + task("foo", "x"), "g.toml")
+    config = parse_config(HOST + '[keys]\ntask-cancel = "c"\n' + task("foo", "x"), "g.toml")
     assert config.tasks["foo"].key == "x"
 
 

@@ -19,7 +19,9 @@ from gpudash.probe.topo import parse_topo
 from gpudash.text import clean_line
 
 NAME = "topology"
-TIMEOUT = 15.0
+TIMEOUT = 20.0
+"""The documented `section_timeout` default (HostConfig, gpudash/config/model.py): the limit a
+user reads is the one that applies (15 s here once cut a hung `topo -m` short of it)."""
 
 BODY = """
 gd_topo() { need nvidia-smi || return; nvidia-smi topo -m; }
@@ -84,6 +86,11 @@ def parse(parts: Mapping[str, Part]) -> Topology:
             "nvidia-smi: not found", None, None, "no nvidia-smi", 0, 0, None, None, None, 0, ()
         )
     matrix = parse_topo(text) if text.strip() else None
+    if topo_part is not None and topo_part.rc is None and (matrix is None or not matrix.gpus):
+        # Begun and never ended (the section's timeout killed it): a hung nvidia-smi, which
+        # says nothing about how many GPUs there are (never "no GPUs in the topology").
+        hung = "nvidia-smi topo -m did not finish"
+        return Topology(hung, None, None, hung, 0, 0, None, None, None, 0, ())
     nvlink_text = parts["nvlink"].text if "nvlink" in parts else ""
     nvlink = parse_nvlink(nvlink_text) if nvlink_text.strip() else None
     counts: list[int] = []

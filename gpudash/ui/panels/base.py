@@ -12,10 +12,12 @@ from typing import Any, ClassVar
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from gpudash.model import HostResult, HostState, SectionResult
+from gpudash.ui.keys import moves
 from gpudash.ui.render import remote
 
 
@@ -41,6 +43,10 @@ class Panel(ScrollableContainer, can_focus=True):
     widgets the first frame builds."""
 
     ALLOW_MAXIMIZE = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *moves("scroll_down", "scroll_up", "scroll_home", "scroll_end"),
+        Binding("escape", "app.leave_panel", "Hosts", tooltip="Back to the host list"),
+    ]
     SECTION: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
     COMPONENT_CLASSES: ClassVar[set[str]] = {"panel--error", "panel--muted"}

@@ -1,11 +1,12 @@
-"""The Findings panel: the host's verdict, worst first, and the keys that fix it.
+"""The Findings panel: the host's verdict, worst first, and the one key that fixes it.
 
 Each warn/fail/info finding shows its severity, code and title, the facts behind it, why it
 matters and the fix; `ok` findings fold into one line saying what was checked. While the
-panel has focus, each fix key (a finding's `fix_key`, the fixing task's key) is live and
-runs that task on this host through the same confirmation as the tasks screen, with the
-finding's parameters (e.g. the model's repo). It shadows a host-view key of the same
-letter only here, and the footer says so.
+panel has focus, `F` (id `fix`, remappable) runs the fixing task on this host through the
+same confirmation as the tasks screen, with the finding's parameters (e.g. the model's
+repo); with several fixable findings it asks which first. One key, not each task's own:
+a task's key (`s` serving) would shadow the host view's key of the same letter (`s` save)
+whenever this panel has focus, so the same key meant two things by focus.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
-from textual.binding import Binding
 
-from gpudash.config.keys import key_name
 from gpudash.model import HostResult, HostState
+from gpudash.ui import keys
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import remote
+
+FIX_KEY = keys.FINDINGS_KEYS[0].key
+"""The findings panel's fix key (binding id `fix`)."""
 
 SEVERITY = {
     "fail": ("✖ fail", "bold red"),
@@ -56,12 +59,27 @@ def facts_text(facts: Mapping[str, Any]) -> Text:
     return out
 
 
-def _head(finding: Any, width: int = 7) -> Text:
+NARROW = 60
+"""Below this many cells of panel, a finding's line leads with its title and ends with its
+code: cut at the right edge, the words a person reads survive and the code goes first."""
+
+
+def _head(finding: Any, width: int = 7, narrow: bool = False) -> Text:
     label, style = SEVERITY.get(_level(finding), (_level(finding), ""))
+    fix = (
+        Text(f"[{FIX_KEY}: {finding.fix_task}]", style="bold reverse") if finding.fix_task else None
+    )
+    if narrow:
+        out = Text.assemble((f"{label:<{width}}", style), remote(finding.title))
+        if fix is not None:
+            out.append(" ")
+            out.append_text(fix)
+        out.append(f"  {finding.code}", style="dim")
+        return out
     out = Text.assemble((f"{label:<{width}}", style), (finding.code, "bold"))
-    if finding.fix_key and finding.fix_task:
+    if fix is not None:
         out.append(" ")
-        out.append(f"[{finding.fix_key}]", style="bold reverse")
+        out.append_text(fix)
     out.append("  ")
     out.append(remote(finding.title))
     return out
@@ -79,9 +97,9 @@ def finding_detail(finding: Any) -> Table:
         table.add_row("why", remote(finding.why))
     if finding.fix or finding.fix_task:
         fix = remote(finding.fix)
-        if finding.fix_key and finding.fix_task:
+        if finding.fix_task:
             fix.append("  press ", style="dim")
-            fix.append(f" {finding.fix_key} ", style="bold reverse")
+            fix.append(f" {FIX_KEY} ", style="bold reverse")
             fix.append(f" to run task {finding.fix_task}", style="dim")
         table.add_row("fix", fix)
     return table
@@ -95,20 +113,22 @@ def _ok_line(fine: Sequence[Any]) -> Text:
     return line
 
 
-def findings_body(findings: Sequence[Any], detail: bool = False) -> RenderableType:
+def findings_body(
+    findings: Sequence[Any], detail: bool = False, narrow: bool = False
+) -> RenderableType:
     """One line per finding (`[key]` when a task fixes it), or with `detail` each one's
     facts, why and fix under it; `ok` findings folded into one last line."""
     problems = [f for f in findings if _level(f) != "ok"]
     fine = [f for f in findings if _level(f) == "ok"]
     if not detail:
-        lines = [_head(f) for f in problems] + ([_ok_line(fine)] if fine else [])
+        lines = [_head(f, narrow=narrow) for f in problems] + ([_ok_line(fine)] if fine else [])
         out = Text("\n").join(lines)
         out.no_wrap = True
         out.overflow = "ellipsis"
         return out
     parts: list[RenderableType] = []
     for finding in problems:
-        head = _head(finding)
+        head = _head(finding, narrow=narrow)
         head.no_wrap, head.overflow = True, "ellipsis"
         parts.append(head)
         parts.append(Padding(finding_detail(finding), (0, 0, 0, 7)))
@@ -117,13 +137,9 @@ def findings_body(findings: Sequence[Any], detail: bool = False) -> RenderableTy
     return Group(*parts)
 
 
-def fix_targets(findings: Sequence[Any]) -> dict[str, int]:
-    """Each fix key -> the index of the worst finding it fixes (findings come worst first)."""
-    out: dict[str, int] = {}
-    for index, finding in enumerate(findings):
-        if finding.fix_key and finding.fix_task:
-            out.setdefault(finding.fix_key, index)
-    return out
+def fixable(findings: Sequence[Any]) -> list[int]:
+    """The index of each finding a task fixes, worst first (as the findings come)."""
+    return [i for i, f in enumerate(findings) if f.fix_task]
 
 
 class FindingsPanel(Panel):
@@ -138,17 +154,27 @@ class FindingsPanel(Panel):
     FindingsPanel.-compact .panel-text { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
+    BINDINGS = keys.bindings(keys.FINDINGS_KEYS)
+
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._findings: tuple[Any, ...] = ()
-        self._fix_keys: list[str] = []
-        self._bound: list[tuple[str, int, str]] = []  # (key, finding index, task) bound now
+        self._narrow = False  # as last drawn
 
     def show(self, host: HostResult) -> None:
-        if host.findings is self._findings and host.name == self._host:
-            return
         findings = tuple(host.findings)
+        interim = not findings and host.state is HostState.PROBING and bool(host.sections)
+        if host.findings is self._findings and host.name == self._host and not interim:
+            return
+        if interim:  # the round is not over: what the sections already in say
+            from gpudash.ui.interim import interim_findings
+
+            findings = interim_findings(host, getattr(self.app, "config", None))
+        self.border_subtitle = (
+            f"so far: {host.done}/{host.sections_total} sections" if interim else ""
+        )
         self._host = host.name
+        had_fix = bool(fixable(self._findings))
         if findings and findings == self._findings:
             self._findings = findings  # another host with the same verdict: drawn already
             return
@@ -159,7 +185,8 @@ class FindingsPanel(Panel):
             self.status("after the probe…" if waiting else "none yet: they come after a probe")
         else:
             self._draw()
-        self._bind_fixes()
+        if had_fix != bool(fixable(self._findings)) and self.is_mounted:
+            self.refresh_bindings()  # `F` shows in the footer only where there is a fix
 
     def _draw(self, focused: bool | None = None) -> None:
         """Details while the panel has focus (or is full screen); one line each otherwise."""
@@ -168,12 +195,22 @@ class FindingsPanel(Panel):
         detail = focused or self.screen.maximized is self
         self.set_class(not detail, "-compact")
         if self._findings:
-            content = findings_body(self._findings, detail)
+            self._narrow = self.narrow
+            content = findings_body(self._findings, detail, self._narrow)
             self.draw(content)
             # One line per finding: the height is known, so it is set, not measured. A
             # measured height went stale now and then on a host switch (a layout that raced
             # the update kept the previous host's count, hiding the extra findings).
             self.text.styles.height = len(content.split()) if isinstance(content, Text) else "auto"
+
+    @property
+    def narrow(self) -> bool:
+        width = self.scrollable_content_region.width
+        return 0 < width < NARROW
+
+    def on_resize(self) -> None:
+        if self._findings and self.narrow != self._narrow:
+            self._draw()
 
     def on_focus(self) -> None:
         self._draw(True)
@@ -181,37 +218,30 @@ class FindingsPanel(Panel):
     def on_blur(self) -> None:
         self._draw(False)
 
-    def _bind_fixes(self) -> None:
-        """Bind each fix key; untouched when the keys are the ones bound already (refreshing
-        the bindings makes every footer collect its screen's keys again)."""
-        targets = fix_targets(self._findings)
-        wanted = [(key_name(k), i, self._findings[i].fix_task) for k, i in targets.items()]
-        if wanted == self._bound:
-            return
-        self._bound = wanted
-        bindings = self._bindings.key_to_bindings
-        for key in self._fix_keys:
-            bindings[key] = [b for b in bindings.get(key, []) if not b.action.startswith("fix(")]
-            if not bindings[key]:
-                del bindings[key]
-        self._fix_keys = []
-        for key, index, task in wanted:
-            binding = Binding(
-                key,
-                f"fix({index})",
-                f"Fix: {task}",
-                tooltip=f"Run task {task} on this host (after a confirmation)",
-                id=f"fix:{task}",
-            )
-            bindings.setdefault(key, []).insert(0, binding)
-            self._fix_keys.append(key)
-        if self.is_mounted:
-            self.refresh_bindings()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "fix":
+            return bool(fixable(self._findings))
+        return True
 
-    def action_fix(self, index: int) -> None:
-        if not 0 <= index < len(self._findings) or self._host is None:
+    def action_fix(self) -> None:
+        """One fixable finding: its task's confirmation; several: which one, first."""
+        choices = fixable(self._findings)
+        if not choices or self._host is None:
             return
-        finding = self._findings[index]
+        if len(choices) == 1:
+            self._run_fix(self._findings[choices[0]])
+            return
+        from gpudash.ui.screens.fix_picker import FixPicker
+
+        findings = self._findings
+
+        def picked(index: int | None) -> None:
+            if index is not None and findings is self._findings:
+                self._run_fix(findings[index])
+
+        self.app.push_screen(FixPicker([(i, findings[i]) for i in choices]), picked)
+
+    def _run_fix(self, finding: Any) -> None:
         self.app.request_task(  # type: ignore[attr-defined]
             finding.fix_task, dict(finding.fix_params), hosts=[self._host]
         )

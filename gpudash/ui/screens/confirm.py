@@ -88,3 +88,59 @@ class ConfirmTask(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id == "confirm-yes")
+
+
+class ConfirmCancel(ModalScreen[bool]):
+    """Stop a run or not, asked before anything is sent (like k9s before a kill): y, or the
+    cancel key a second time, stops it; n or escape keeps it running. `keys` are the keys
+    that asked (the tasks screen's cancel keys, as `[keys]` set them), so a double press
+    stops it whatever the key is."""
+
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("y", "answer(True)", "Stop it", tooltip="Stop the run on its host"),
+        Binding("n,escape", "answer(False)", "Keep it", tooltip="Leave the run running"),
+    ]
+    DEFAULT_CSS = """
+    ConfirmCancel { align: center middle; }
+    ConfirmCancel > Vertical {
+        width: 72; max-width: 100%; height: auto;
+        border: round $error; border-title-color: $text; background: $surface;
+        padding: 0 1;
+    }
+    ConfirmCancel #cancel-what { height: auto; }
+    ConfirmCancel Horizontal { height: auto; align: right middle; margin-top: 1; }
+    ConfirmCancel Button { margin: 0 1; min-width: 14; }
+    """
+
+    def __init__(self, host: str, task: str, keys: Sequence[str] = ("x",)) -> None:
+        super().__init__()
+        self._run_host = host
+        self._run_task = task
+        self._keys = tuple(k for k in keys if k not in ("y", "n", "escape"))
+        for key in self._keys:
+            self._bindings.bind(key, "answer(True)", "Stop it", show=False)
+
+    def compose(self) -> ComposeResult:
+        again = self._keys[0] if self._keys else "y"
+        with Vertical() as box:
+            box.border_title = "Stop this run?"
+            box.border_subtitle = f"y or {again} again: stop · n / esc: keep"
+            what = Text("Stop task ")
+            what.append(self._run_task, style="bold")
+            what.append(" on ")
+            what.append(self._run_host, style="bold")
+            what.append("? Its processes get TERM, then KILL; what it did so far stays.")
+            yield Static(what, id="cancel-what")
+            with Horizontal():
+                yield Button(f"Stop (y/{again})", variant="error", id="cancel-yes", compact=True)
+                yield Button("Keep (n)", id="cancel-no", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel-no", Button).focus()
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "cancel-yes")

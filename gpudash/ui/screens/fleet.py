@@ -9,6 +9,7 @@ so opening the view with 1000 hosts reads them instead of computing 10,000 value
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -18,12 +19,16 @@ from textual.widgets import Static
 
 from gpudash.model import HostResult
 from gpudash.ui import keys
+from gpudash.ui.data_age import fleet_words, refresh_words
 from gpudash.ui.widgets.fleet_columns import COLUMNS, cell, value_sort_key
 from gpudash.ui.widgets.fleet_rows import FleetRows
 from gpudash.ui.widgets.fleet_table import FleetTable
 from gpudash.ui.widgets.footer import Footer
 
 _INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
+
+AGE_TICK_S = 1.0
+"""How often the title's "probed N s ago" is worded again."""
 
 
 class FleetScreen(Screen[str | None]):
@@ -36,6 +41,7 @@ class FleetScreen(Screen[str | None]):
         self._order = list(order)
         self._results = dict(results)
         self._sort: int | None = None  # index into COLUMNS; None = config order
+        self._reverse = False
         self._usual: list[str | None] = []  # each column's majority, as last drawn
         self._fleet = FleetRows()  # the app's, once mounted
 
@@ -44,19 +50,38 @@ class FleetScreen(Screen[str | None]):
         labels = [Text(c.label, style="bold") for c in COLUMNS]
         floors = [c.floor for c in COLUMNS]
         first = [i for i, c in enumerate(COLUMNS) if c.gives_first]
-        yield FleetTable(labels, self._row_cells, floors=floors, first=first, id="fleet-table")
+        extras = [i for i, c in enumerate(COLUMNS) if c.extra]
+        yield FleetTable(
+            labels, self._row_cells, floors=floors, first=first, extras=extras, id="fleet-table"
+        )
         yield Footer()
 
     def _title(self) -> Text:
         title = Text(" fleet ", style="bold reverse")
-        title.append(f"  {len(self._order)} hosts · sorted by ")
+        title.append(f"  {len(self._order)} hosts · ")
+        app: Any = self.app
+        probed = getattr(app, "probed_at", None)
+        if probed is not None:  # first: the most useful words once the line is cut
+            title.append(fleet_words(probed.values(), app.clock(), len(self._order)))
+            title.append(f" · {refresh_words(app.refresh_s)} · ")
+        title.append("sorted by ")
         title.append(
             "config order" if self._sort is None else COLUMNS[self._sort].label, style="bold"
         )
+        if self._reverse:
+            title.append(" reversed", style="bold")
         title.append(" · highlighted: differs from most hosts", style="dim")
         return title
 
+    def _tick(self) -> None:
+        title = self._title()
+        if title.plain != self._title_words:
+            self._title_words = title.plain
+            self.query_one("#fleet-title", Static).update(title)
+
     def on_mount(self) -> None:
+        self._title_words = ""
+        self.set_interval(AGE_TICK_S, self._tick)
         self._fleet = FleetRows.of(self.app)
         self.refresh_rows()
 
@@ -112,17 +137,38 @@ class FleetScreen(Screen[str | None]):
                 return (order.get(host, len(order)),)
             return (value_sort_key(values[host][column]), order.get(host, len(order)))
 
-        self.query_one(FleetTable).sort(key)
+        table = self.query_one(FleetTable)
+        if self._reverse:  # unreported values stay last either way
+            ordered = sorted(table.rows, key=key)
+            known = [h for h in ordered if column is None or values[h][column] is not None]
+            unknown = ordered[len(known) :]  # `value_sort_key` puts them at the end
+            rank = {h: i for i, h in enumerate([*reversed(known), *unknown])}
+            table.sort(rank.__getitem__)
+        else:
+            table.sort(key)
         self.query_one("#fleet-title", Static).update(self._title())
 
     def action_sort(self) -> None:
+        """The next column on screen (an extra column there is no room for is skipped),
+        then back to config order."""
+        shown = self.query_one(FleetTable).shown_widths
         nxt = 0 if self._sort is None else self._sort + 1
+        while nxt < len(COLUMNS) and shown[nxt] is None:
+            nxt += 1
         self._sort = None if nxt >= len(COLUMNS) else nxt
+        self._apply_sort()
+
+    def action_reverse(self) -> None:
+        self._reverse = not self._reverse
         self._apply_sort()
 
     @on(FleetTable.HeaderSelected)
     def _header(self, event: FleetTable.HeaderSelected) -> None:
-        self._sort = event.column
+        """A header sorts by its column; the sorted column's header reverses it."""
+        if self._sort == event.column:
+            self._reverse = not self._reverse
+        else:
+            self._sort, self._reverse = event.column, False
         self._apply_sort()
 
     @on(FleetTable.RowSelected)

@@ -18,15 +18,17 @@ from gpudash.ui import keys
 SECTIONS = (
     ("Everywhere", keys.APP_KEYS),
     ("Topology panel", keys.TOPOLOGY_KEYS),
+    ("Findings panel", keys.FINDINGS_KEYS),
     ("Fleet view", keys.FLEET_KEYS),
     ("Tasks screen", keys.TASKS_KEYS),
 )
 EXTRA = (
     ("ctrl+p", "Command palette: every action by name, and the theme"),
-    ("↑ ↓ / mouse", "Select a host (sidebar) or scroll the focused panel"),
-    ("escape", "Leave the filter, a full-screen panel, or this screen"),
+    ("↑ ↓ j k / mouse", "Select a host (sidebar), a row, or scroll the focused panel"),
+    ("g G", "First and last host or row; top and bottom of a panel"),
+    ("1-9", "Jump to the host view's Nth panel (1 is Findings)"),
+    ("escape", "Leave the filter, a full-screen panel, a panel (to the host list), this screen"),
     ("ctrl+c", "Quit (copies instead when text is selected)"),
-    ("fix keys", "In the Findings panel: a finding's fix key runs its fixing task here"),
 )
 
 

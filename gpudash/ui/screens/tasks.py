@@ -34,6 +34,12 @@ def _row_key(run: Run) -> str:
     return f"{run.host}\t{run.task}"
 
 
+class RunsTable(DataTable[Any]):
+    """The runs, with j/k/g/G moving as the arrows do."""
+
+    BINDINGS = keys.moves("cursor_down", "cursor_up", "scroll_top", "scroll_bottom")
+
+
 class TasksScreen(Screen[None]):
     BINDINGS = keys.bindings(keys.TASKS_KEYS)
     DEFAULT_CSS = """
@@ -60,7 +66,7 @@ class TasksScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="tasks-target")
         yield Static(self._menu(), id="tasks-menu")
-        table: DataTable[Any] = DataTable(id="runs", cursor_type="row", zebra_stripes=False)
+        table = RunsTable(id="runs", cursor_type="row", zebra_stripes=False)
         table.border_title = "Runs"
         yield table
         pane = LogPane(id="task-log")
@@ -200,8 +206,20 @@ class TasksScreen(Screen[None]):
         if run is None or not run.active:
             self.notify("no running task selected", timeout=2)
             return
-        self.app.cancel_run(run.host, run.task)  # type: ignore[attr-defined]
-        self._redraw_row(run)
+        from gpudash.ui.screens.confirm import ConfirmCancel
+
+        asked = [
+            key
+            for key, found in self._bindings.key_to_bindings.items()
+            if any(b.id == "task-cancel" for b in found)
+        ]
+
+        def answered(stop: bool | None) -> None:
+            if stop and run.active:
+                self.app.cancel_run(run.host, run.task)  # type: ignore[attr-defined]
+                self._redraw_row(run)
+
+        self.app.push_screen(ConfirmCancel(run.host, run.task, asked), answered)
 
     def action_close(self) -> None:
         self.dismiss(None)

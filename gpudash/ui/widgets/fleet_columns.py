@@ -30,6 +30,9 @@ class Column:
     """The narrowest this column is cut to when the row is wider than the screen (cells
     end in "…"); None: never cut. Identity and short values keep their width."""
     gives_first: bool = False  # cut before the others: free text, read in full elsewhere
+    extra: bool = False
+    """Shown only where the screen has room for it after every other column at full width:
+    a wide terminal gets more facts side by side instead of the same ten, padded."""
 
 
 def _state(host: HostResult) -> str:
@@ -63,6 +66,32 @@ def _driver(host: HostResult) -> str | None:
     if data is None or data.missing:
         return None
     return f"{data.driver_version or '?'}/{data.cuda_version or '?'}"
+
+
+def _gpu_mem(host: HostResult) -> str | None:
+    data = host.data("gpus")
+    if data is None or not data.gpus:
+        return None
+    sizes = dict.fromkeys(
+        f"{round(g.memory_total_mib / 1024)} GiB" if g.memory_total_mib else "?" for g in data.gpus
+    )
+    return ",".join(sizes)
+
+
+def _system(*names: str) -> Callable[[HostResult], str | None]:
+    def value(host: HostResult) -> str | None:
+        data = host.data("system")
+        if data is None:
+            return None
+        for name in names:
+            found = getattr(data, name, None)
+            if found not in (None, ""):
+                if name == "memory_total_bytes":
+                    return f"{found / 2**30:.0f} GiB"
+                return str(found)
+        return None
+
+    return value
 
 
 def _nvcc(host: HostResult) -> str | None:
@@ -130,16 +159,22 @@ def _health(host: HostResult) -> str | None:
 
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
-    Column("state", "state", _state, compare=False, floor=12, gives_first=True),
-    Column("gpus", "GPUs", _gpus, section="gpus", floor=8),
-    Column("cc", "cc", _cc, section="gpus", floor=5),
+    Column("state", "state", _state, compare=False, floor=11, gives_first=True),
+    Column("gpus", "GPUs", _gpus, section="gpus", floor=7),
+    # cc and driver/CUDA tell GPUs apart (sm_100 vs sm_103, 580.95 vs 580.159): never cut.
+    Column("cc", "cc", _cc, section="gpus"),
     Column("nvlink", "NVLink", _nvlink, section="topology", floor=10),
-    Column("driver", "driver/CUDA", _driver, section="gpus", floor=10),
+    Column("driver", "driver/CUDA", _driver, section="gpus"),
     Column("nvcc", "nvcc", _nvcc, section="toolkit", floor=7),
     Column("torch", "torch", _torch, section="env", floor=8),
     Column("models", "models", _models, section="models", floor=6),
     Column("network", "network", _network, section="network", floor=7),
     Column("health", "health", _health, section="health", floor=6),
+    Column("gpu_mem", "GPU mem", _gpu_mem, section="gpus", extra=True),
+    Column("cpus", "CPUs", _system("cpus"), section="system", extra=True),
+    Column("ram", "RAM", _system("memory_total_bytes"), section="system", extra=True),
+    Column("kernel", "kernel", _system("kernel"), section="system", extra=True),
+    Column("os", "OS", _system("os", "os_id"), section="system", extra=True),
 )
 
 

@@ -26,6 +26,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from gpudash.ui.keys import moves
+
 GAP = 1
 """Blank cells before every cell: ten columns must fit 100 cells."""
 
@@ -58,6 +60,35 @@ def fit_widths(
     return shown
 
 
+def with_extras(
+    widths: Sequence[int],
+    floors: Sequence[int | None],
+    room: int,
+    first: Collection[int] = (),
+    extras: Collection[int] = (),
+) -> list[int | None]:
+    """`fit_widths` where the `extras` columns show only while every column so far fits at
+    its full width (in order, left to right); a hidden column's width is None."""
+    base = [i for i in range(len(widths)) if i not in extras]
+    used = sum(widths[i] + GAP for i in base)
+    visible = set(base)
+    for i in sorted(extras):
+        if used + widths[i] + GAP <= room:
+            visible.add(i)
+            used += widths[i] + GAP
+    order = sorted(visible)
+    fitted = fit_widths(
+        [widths[i] for i in order],
+        [floors[i] for i in order],
+        room,
+        [k for k, i in enumerate(order) if i in first],
+    )
+    out: list[int | None] = [None] * len(widths)
+    for k, i in enumerate(order):
+        out[i] = fitted[k]
+    return out
+
+
 class FleetTable(ScrollView, can_focus=True):
     """Keyed rows, a row cursor, a fixed header; rows drawn on demand from `cells(key)`."""
 
@@ -68,6 +99,7 @@ class FleetTable(ScrollView, can_focus=True):
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("home", "first", "First row", show=False),
         Binding("end", "last", "Last row", show=False),
+        *moves("cursor_down", "cursor_up", "first", "last"),
     ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"fleet-table--header", "fleet-table--cursor"}
@@ -129,21 +161,24 @@ class FleetTable(ScrollView, can_focus=True):
         *,
         floors: Sequence[int | None] | None = None,
         first: Collection[int] = (),
+        extras: Collection[int] = (),
         id: str | None = None,
     ) -> None:
         """`floors`: per column, the narrowest it may be cut to; `first`: the columns cut
-        before the others (`fit_widths`)."""
+        before the others (`fit_widths`); `extras`: columns shown only where there is room
+        (`with_extras`). The first column (the host) stays put when the rest scroll."""
         super().__init__(id=id)
         self._labels = list(labels)
         self._floors = list(floors) if floors is not None else [None] * len(self._labels)
         self._first = frozenset(first)
+        self._extras = frozenset(extras)
         self._get_cells = cells
         self._order: list[str] = []  # row keys in display order
         self._index: dict[str, int] = {}  # row key -> display index
         self._row_widths: dict[str, tuple[int, ...]] = {}
         self._width_counts = [Counter({label.cell_len: 1}) for label in self._labels]
         self._widths = [label.cell_len for label in self._labels]
-        self._shown = list(self._widths)  # as fitted to the screen (`fit_widths`)
+        self._shown: list[int | None] = list(self._widths)  # as fitted; None: hidden
         self._drawn: dict[str, Strip] = {}  # row key -> its whole line, unstyled by cursor
         self._header: Strip | None = None
         self._cursor = 0
@@ -299,8 +334,11 @@ class FleetTable(ScrollView, can_focus=True):
             return
         event.stop()
         if offset.y == 0:
-            x = offset.x + round(self.scroll_x)
+            frozen = GAP + (self._shown[0] or 0)
+            x = offset.x + (round(self.scroll_x) if offset.x >= frozen else 0)
             for column, width in enumerate(self._shown):
+                if width is None:
+                    continue
                 x -= width + GAP
                 if x < 0:
                     self.post_message(self.HeaderSelected(self, column))
@@ -324,13 +362,13 @@ class FleetTable(ScrollView, can_focus=True):
         return width - (self.styles.scrollbar_size_vertical if overflow else 0)
 
     def _resize(self) -> None:
-        shown = fit_widths(self._widths, self._floors, self._room(), self._first)
+        shown = with_extras(self._widths, self._floors, self._room(), self._first, self._extras)
         if shown != self._shown:
             self._shown = shown
             self._drawn.clear()
             self._header = None
             self.refresh()
-        width = sum(shown) + GAP * len(shown)
+        width = sum(w + GAP for w in shown if w is not None)
         self.virtual_size = Size(width, len(self._order) + 1)  # + the header
 
     def _relayout(self) -> None:
@@ -351,6 +389,8 @@ class FleetTable(ScrollView, can_focus=True):
     def _line(self, cells: Sequence[Text]) -> Strip:
         line = Text(no_wrap=True, end="")
         for text, width in zip(cells, self._shown, strict=False):
+            if width is None:
+                continue  # an extra column there is no room for
             if text.cell_len > width:  # never wider than its column, whatever it was told
                 text = text.copy()
                 text.truncate(max(width - 1, 0))
@@ -387,8 +427,17 @@ class FleetTable(ScrollView, can_focus=True):
                 line = self._drawn[key] = self._line(self._get_cells(key))
             style = cursor if row == self._cursor else base
         start = round(self.scroll_x)
-        if start or line.cell_length > width:
-            line = line.crop(start, start + width)
+        if start:  # the host column stays; the others scroll under it, a gap between
+            frozen = GAP + (self._shown[0] or 0)
+            line = Strip.join(
+                [
+                    line.crop(0, frozen),
+                    Strip.blank(GAP),
+                    line.crop(frozen + GAP + start, start + width),
+                ]
+            )
+        elif line.cell_length > width:
+            line = line.crop(0, width)
         segments = list(Segment.apply_style(line, style))
         if line.cell_length < width:
             segments.append(Segment(" " * (width - line.cell_length), style))

@@ -33,6 +33,12 @@ class FooterKey:
     description: str
     enabled: bool
     tooltip: str
+    action: str = ""
+
+
+PINNED = frozenset({"help", "quit"})
+"""Actions the footer always shows, at its right end: however many keys a screen or a focused
+panel adds, `? Help` and `q Quit` stay visible (keys before them are cut instead)."""
 
 
 class Footer(Widget, can_focus=False):
@@ -90,6 +96,7 @@ class Footer(Widget, can_focus=False):
                 describe(binding) if describe else binding.description,
                 enabled,
                 tooltip or binding.tooltip or binding.description,
+                binding.action,
             )
             if key == palette_key:
                 palette = item if app.ENABLE_COMMAND_PALETTE else None
@@ -103,27 +110,48 @@ class Footer(Widget, can_focus=False):
     def render(self) -> Text:
         key_style = self.get_component_rich_style("footer--key")
         description_style = self.get_component_rich_style("footer--description")
+        palette = None
+        room = self.size.width
+        if self.palette is not None:
+            palette = self._label(self.palette, key_style, description_style, compact=True)
+            room = max(0, room - palette.cell_len - 2)
+        others = [k for k in self.keys if k.action not in PINNED]
+        pinned = [k for k in self.keys if k.action in PINNED]
+        line, spans = self._line(others, key_style, description_style)
+        tail, tail_spans = self._line(pinned, key_style, description_style)
+        if line.cell_len + tail.cell_len > room:
+            # Cut the screen's own keys, never Help and Quit.
+            cut = max(0, room - tail.cell_len - 1)
+            line.truncate(cut)
+            spans = [(a, min(b, cut), k) for a, b, k in spans if a < cut]
+            line.append("…" if cut else "", style="dim")
+        offset = line.cell_len
+        line.append_text(tail)
+        spans += [(a + offset, b + offset, k) for a, b, k in tail_spans]
+        if palette is not None and self.palette is not None:
+            # Docked right, as Textual's: always in the compact style, a blank cell after it.
+            start = max(0, self.size.width - palette.cell_len - 2)
+            line.truncate(start, pad=True)
+            spans = [(a, min(b, start), k) for a, b, k in spans if a < start]
+            line.append(PALETTE_EDGE, self.get_component_rich_style("footer--edge"))
+            spans.append((start + 1, start + 1 + palette.cell_len, self.palette))
+            line.append_text(palette)
+            line.append(" ")
+        self._spans = spans
+        return line
+
+    def _line(
+        self, items: list[FooterKey], key_style: Style, description_style: Style
+    ) -> tuple[Text, list[tuple[int, int, FooterKey]]]:
         line = Text(no_wrap=True, overflow="crop", end="")
         spans: list[tuple[int, int, FooterKey]] = []
-        for item in self.keys:
+        for item in items:
             start = line.cell_len
             line.append_text(self._label(item, key_style, description_style))
             spans.append((start, line.cell_len, item))
             if self.compact:
                 line.append(" ")
-        if self.palette is not None:
-            # Docked right over the keys, as Textual's: always in the compact style, a blank
-            # cell after it, and the keys it covers cut off.
-            label = self._label(self.palette, key_style, description_style, compact=True)
-            start = max(0, self.size.width - label.cell_len - 2)
-            line.truncate(start, pad=True)
-            spans = [(a, min(b, start), k) for a, b, k in spans if a < start]
-            line.append(PALETTE_EDGE, self.get_component_rich_style("footer--edge"))
-            spans.append((start + 1, start + 1 + label.cell_len, self.palette))
-            line.append_text(label)
-            line.append(" ")
-        self._spans = spans
-        return line
+        return line, spans
 
     def _label(
         self, item: FooterKey, key_style: Style, description_style: Style, compact: bool = False

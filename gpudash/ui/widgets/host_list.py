@@ -18,6 +18,7 @@ from textual.widgets.option_list import Option
 from gpudash.config.model import HostConfig
 from gpudash.model import HostResult
 from gpudash.ui.host_state import findings_text, glyph, gpu_summary, state_text
+from gpudash.ui.keys import moves
 from gpudash.ui.render import remote
 
 
@@ -31,12 +32,18 @@ def _fit(text: Text, width: int) -> Text:
 MARK = "▸"
 """Drawn before a marked host's name: task keys run on every marked host."""
 
+RUNNING = "⚙"
+"""Drawn before the name of a host with a task running (the tasks screen, `b`, shows it)."""
 
-def row(result: HostResult, width: int = 24, marked: bool = False) -> Text:
-    """Two lines, each cut to `width`: '● name' and 'state · 8× H100' ('▸' when marked)."""
+
+def row(result: HostResult, width: int = 24, marked: bool = False, running: bool = False) -> Text:
+    """Two lines, each cut to `width`: '● name' and 'state · 8× H100' ('▸' when marked,
+    '⚙' while a task runs there)."""
     first = Text.assemble(glyph(result), " ")
     if marked:
         first.append(MARK + " ", style="bold reverse")
+    if running:
+        first.append(RUNNING + " ", style="bold yellow")
     first.append(remote(result.name, style="bold"))
     badge = findings_text(
         result, compact=True
@@ -47,7 +54,12 @@ def row(result: HostResult, width: int = 24, marked: bool = False) -> Text:
     second.append(state_text(result, findings=False))
     gpus = gpu_summary(result)
     if gpus is not None and result.state.value != "failed":
-        second.append(" · ", style="dim")
+        if second.cell_len + 3 + gpus.cell_len > width:
+            gpus = gpu_summary(result, tight=True) or gpus  # '8× H100', not '8× H100 80…'
+        if result.state.value == "ready" and second.cell_len + 3 + gpus.cell_len > width:
+            second = Text("  ")  # the green dot says ready: the GPUs get its room
+        else:
+            second.append(" · ", style="dim")
         second.append(gpus)
     return Text("\n").join([_fit(first, width), _fit(second, width)])
 
@@ -62,6 +74,8 @@ def matches(host: HostConfig, needle: str) -> bool:
 
 class HostList(OptionList):
     """Hosts in config order; posts `HostList.Selected` when the highlight moves."""
+
+    BINDINGS = moves("cursor_down", "cursor_up", "first", "last")
 
     class Selected(Message):
         """The user moved to another host."""
@@ -78,14 +92,13 @@ class HostList(OptionList):
         self._results = dict(results)
         self._needle = ""
         self._marked: frozenset[str] = frozenset()
+        self._task_hosts: frozenset[str] = frozenset()
         self._row_width = 24
         super().__init__(*self._build_options(), **kw)  # type: ignore[arg-type]
 
     def _build_options(self) -> list[Option]:
         return [
-            Option(row(self._results[h.name], self._row_width, h.name in self._marked), id=h.name)
-            for h in self._hosts
-            if matches(h, self._needle)
+            Option(self._row(h.name), id=h.name) for h in self._hosts if matches(h, self._needle)
         ]
 
     def on_resize(self) -> None:
@@ -93,9 +106,7 @@ class HostList(OptionList):
         if width != self._row_width:
             self._row_width = width
             for name in self.visible:
-                self.replace_option_prompt(
-                    name, row(self._results[name], width, name in self._marked)
-                )
+                self.replace_option_prompt(name, self._row(name))
 
     @property
     def visible(self) -> list[str]:
@@ -106,9 +117,7 @@ class HostList(OptionList):
         self._results[result.name] = result
         host = self._by_name.get(result.name)
         if host is not None and matches(host, self._needle):  # not `visible`: O(1) per event
-            self.replace_option_prompt(
-                result.name, row(result, self._row_width, result.name in self._marked)
-            )
+            self.replace_option_prompt(result.name, self._row(result.name))
 
     def set_marked(self, names: set[str]) -> None:
         """Redraw the rows whose mark changed."""
@@ -116,9 +125,22 @@ class HostList(OptionList):
         self._marked = frozenset(names)
         for name in self.visible:
             if name in changed:
-                self.replace_option_prompt(
-                    name, row(self._results[name], self._row_width, name in self._marked)
-                )
+                self.replace_option_prompt(name, self._row(name))
+
+    def _row(self, name: str) -> Text:
+        return row(
+            self._results[name], self._row_width, name in self._marked, name in self._task_hosts
+        )
+
+    def set_running(self, names: set[str]) -> None:
+        """Redraw the rows whose running-task marker changed."""
+        changed = self._task_hosts ^ frozenset(names)
+        if not changed:
+            return
+        self._task_hosts = frozenset(names)
+        for name in self.visible:
+            if name in changed:
+                self.replace_option_prompt(name, self._row(name))
 
     def set_filter(self, needle: str) -> None:
         if needle == self._needle:

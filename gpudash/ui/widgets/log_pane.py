@@ -15,6 +15,9 @@ from textual.widgets import Log
 
 from gpudash.ui.task_runs import RING_LINES
 
+CONTINUED = "↪ "
+"""Starts each row a long line wraps onto."""
+
 
 class LogPane(Log, can_focus=True):
     DEFAULT_CSS = """
@@ -30,31 +33,52 @@ class LogPane(Log, can_focus=True):
 
     def __init__(self, **kw: object) -> None:
         super().__init__(max_lines=RING_LINES, auto_scroll=True, **kw)  # type: ignore[arg-type]
-        self._partial = False
+        self._partial = ""  # the unfinished line, drawn as the last rows
+        self._partial_rows = 0
+        self._raw: list[str] = []  # the run's lines as they came (the ring)
+        self._rows: list[int] = []  # rows each raw line is drawn on (wrapped)
+        self._wrap_at = 0  # the width lines were wrapped at; 0: not laid out yet
+
+    def wrap(self, line: str) -> list[str]:
+        """A line as rows of the pane's width: a long error's end (the cause, as a rule)
+        stays on screen instead of past the right edge. Continuation rows start with '↪ '."""
+        width = self._wrap_at
+        if width < 8 or len(line) <= width:
+            return [line]
+        rows, rest = [line[:width]], line[width:]
+        while rest:
+            rows.append(CONTINUED + rest[: width - len(CONTINUED)])
+            rest = rest[width - len(CONTINUED) :]
+        return rows
+
+    def clear(self) -> LogPane:
+        super().clear()
+        self._raw, self._rows, self._partial, self._partial_rows = [], [], "", 0
+        return self
 
     def _drop_partial(self) -> None:
-        if self._partial and self._lines:
-            self._lines.pop()
+        if self._partial_rows and self._lines:
+            del self._lines[-self._partial_rows :]
             self._render_line_cache.clear()
-        self._partial = False
+        self._partial, self._partial_rows = "", 0
 
     def _set_partial(self, partial: str) -> None:
         if partial:
-            self._lines.append(partial)
-            self._partial = True
+            rows = self.wrap(partial)
+            self._lines.extend(rows)
+            self._partial, self._partial_rows = partial, len(rows)
             self._render_line_cache.clear()
 
     def show_run(self, lines: Iterable[str], partial: str) -> None:
         """Replace everything with a run's buffered lines (the user picked another run)."""
         self.clear()
-        self._partial = False
         self.append(lines, partial)
         self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def append(self, lines: Iterable[str], partial: str) -> None:
         """New finished lines, and the unfinished line's current state ("" when none)."""
         lines = list(lines)
-        if not lines and self._partial and self._lines and self._lines[-1] == partial:
+        if not lines and self._partial_rows and self._partial == partial:
             return
         at_end = self.is_vertical_scroll_end
         self._drop_partial()
@@ -69,14 +93,37 @@ class LogPane(Log, can_focus=True):
     def _add(self, lines: list[str]) -> None:
         """Log.write_lines without its per-call thread worker: a width from `len` (the
         lines are clean single-width text as a rule) and the ring trimmed from the front."""
-        self._lines.extend(lines)
-        self._width = max(self._width, max(map(len, lines)))
-        excess = len(self._lines) - RING_LINES
+        for line in lines:
+            rows = self.wrap(line)
+            self._lines.extend(rows)
+            self._rows.append(len(rows))
+            self._width = max(self._width, max(map(len, rows)))
+        self._raw.extend(lines)
+        excess = len(self._raw) - RING_LINES
         if excess > 0:
-            del self._lines[:excess]
+            del self._lines[: sum(self._rows[:excess])]
+            del self._raw[:excess], self._rows[:excess]
             self._render_line_cache.clear()
+
+    def on_resize(self) -> None:
+        """Wrap every line again at the new width (the ring: at most RING_LINES lines)."""
+        width = self.scrollable_content_region.width - 1  # a cell for the scrollbar
+        if width == self._wrap_at:
+            return
+        self._wrap_at = width
+        raw, partial = self._raw, self._partial
+        super().clear()
+        self._raw, self._rows, self._partial, self._partial_rows = [], [], "", 0
+        self._width = 0
+        if raw:
+            self._add(raw)
+        self._set_partial(partial)
+        self.virtual_size = Size(self._width, len(self._lines))
+        self._render_line_cache.clear()
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     @property
     def text_lines(self) -> list[str]:
-        """What the pane holds, top to bottom (tests and the benchmark read this)."""
-        return list(self._lines)
+        """What the pane holds, top to bottom, as the lines came (unwrapped; tests and the
+        benchmark read this)."""
+        return self._raw + ([self._partial] if self._partial else [])
