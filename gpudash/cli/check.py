@@ -43,9 +43,6 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check = sub.add_parser("check", help="probe hosts and list what is wrong with them")
-    check.add_argument(
-        "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
-    )
     add_selection(check)
     check.add_argument("--json", action="store_true", help="print one JSON document")
     check.add_argument(

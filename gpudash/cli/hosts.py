@@ -92,8 +92,13 @@ def replayed(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, hosts=hosts)
 
 
-def add_selection(parser: argparse.ArgumentParser) -> None:
-    """`--tag TAG`, repeatable: every host carrying any of the tags."""
+def add_selection(parser: argparse.ArgumentParser, *, hosts: bool = True) -> None:
+    """The HOST arguments (names, globs, ad-hoc targets) and `--tag TAG`, repeatable: every
+    host carrying any of the tags. The same words on every command that takes hosts."""
+    if hosts:
+        parser.add_argument(
+            "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
+        )
     parser.add_argument(
         "--tag",
         dest="tags",

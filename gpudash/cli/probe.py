@@ -30,9 +30,6 @@ from gpudash.text import clean_line
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     probe = sub.add_parser("probe", help="probe hosts and print what they have")
-    probe.add_argument(
-        "hosts", nargs="*", metavar="HOST", help="names, globs, user@host[:port] (default: all)"
-    )
     add_selection(probe)
     probe.add_argument("--json", action="store_true", help="print one JSON document")
     probe.add_argument(

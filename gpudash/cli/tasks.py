@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="HOST",
         help="names, globs, user@host[:port] (default: every host it applies to)",
     )
-    add_selection(run)
+    add_selection(run, hosts=False)
     run.add_argument(
         "-y",
         "--yes",

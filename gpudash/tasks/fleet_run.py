@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from gpudash.aio import merge
+from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
 from gpudash.tasks.copy.kind import run_copy
 from gpudash.tasks.events import (
     TaskBlocked,
@@ -68,11 +69,13 @@ async def run_on_host(
     environ: Mapping[str, str] | None = None,
     peer: Callable[[str], Transport | None] | None = None,
     keep_attached: bool = False,
+    groups: Mapping[str, CopyGroup] | None = None,
 ) -> AsyncIterator[TaskEvent]:
     """`wanted` and their needs on one host, needs first; a failed need blocks its dependents.
 
     `peer` gives another host's transport by name: a copy task's source. `keep_attached`:
-    `cancel` only detaches from a run that was already going (`runner.run_task`).
+    `cancel` only detaches from a run that was already going (`runner.run_task`). `groups`:
+    a copy task's destinations in this run, fed together (`gpudash.tasks.copy.fanout`).
     """
     name = host.name
     cancel = cancel or asyncio.Event()
@@ -106,7 +109,8 @@ async def run_on_host(
             done[task] = False
             continue
         if spec.kind == "copy":
-            stream = run_copy(name, transport, prepared, peer, cancel=cancel)
+            group = (groups or {}).get(task)
+            stream = run_copy(name, transport, prepared, peer, cancel=cancel, group=group)
         else:
             stream = run_task(
                 name, transport, prepared, cancel=cancel, root=root, keep_attached=keep_attached
@@ -140,6 +144,8 @@ async def run_tasks(
     """`run_on_host` on every host at once, as one stream in arrival order."""
     cancel = cancel or asyncio.Event()
     peer = fleet_peer(fleet)
+    hosts = list(hosts)
+    groups = copy_groups(specs, order(specs, wanted), [h.name for h in hosts])
 
     async def one(host: HostConfig) -> AsyncIterator[TaskEvent]:
         try:
@@ -153,11 +159,15 @@ async def run_tasks(
                 root=root,
                 peer=peer,
                 keep_attached=keep_attached,
+                groups=groups,
             ):
                 yield event
         except Exception as exc:  # a bug must cost one host, never the run
             reason = f"internal error: {type(exc).__name__}: {exc}"
             yield TaskLost(host.name, wanted[-1], reason)
+        finally:  # a host that never reached its copy (a need failed) must not hold the rest
+            for group in groups.values():
+                group.withdraw(host.name)
 
-    async for event in merge(one(h) for h in list(hosts)):
+    async for event in merge(one(h) for h in hosts):
         yield event

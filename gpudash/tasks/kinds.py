@@ -314,6 +314,11 @@ KINDS: Mapping[str, Kind] = {
             "streams": Param("int", 4, doc="parallel streams of a direct copy"),
             "chunk_mb": Param("int", 256, doc="files above this go as byte ranges (MiB)"),
             "source_address": Param("str", "", doc="the source's address as the dest sees it"),
+            "fanout": Param(
+                "bool",
+                True,
+                doc="many destinations in one run: fed as one chain (false: each alone)",
+            ),
         },
         "# copy: two jobs, host to host (gpudash/tasks/copy/direct.py), or via gpudash\n",
         None,

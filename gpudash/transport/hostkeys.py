@@ -89,6 +89,7 @@ class HostKeyCheck:
         self.recorded: str | None = None
         self._pending: tuple[str, int, asyncssh.SSHKey] | None = None
         self._known: asyncssh.SSHKnownHosts | None = None
+        self._alias: str | None = None  # ssh_config's HostKeyAlias
         self._none = False
 
     @property
@@ -113,13 +114,15 @@ class HostKeyCheck:
             names = [expand_tokens(n, tokens or {}) for n in names if n.lower() != "none"]
         self.files = [Path(n).expanduser() for n in names]
         self._known = _parsed(tuple(self.files))
+        alias = getattr(ssh_config, "get", lambda _key, default: default)("HostKeyAlias", None)
+        self._alias = str(alias) if alias else None
 
     def asyncssh_known_hosts(self) -> asyncssh.SSHKnownHosts | None:
         """The `known_hosts=` argument: None turns verification off (insecure)."""
         if self.policy == "insecure":
             return None
         assert self._known is not None, "configure() first"
-        return self._known
+        return _ByName(self._known, self._alias)
 
     def client_factory(self) -> _Client:
         return _Client(self)
@@ -127,7 +130,9 @@ class HostKeyCheck:
     def validate(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         """Called by asyncssh for a key the files do not trust."""
         assert self._known is not None
-        trusted = self._known.match(host, addr, None if port == 22 else port)[0]
+        if self._alias:  # asyncssh passes the alias as `host`; OpenSSH files it portless
+            host, port = self._alias, 22
+        trusted = self._known.match(host, "", None if port == 22 else port)[0]  # as _ByName
         if not trusted and self.policy == "accept-new":
             self._pending = (host, port, key)
             return True
@@ -200,6 +205,29 @@ def _local_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
+
+
+class _ByName(asyncssh.SSHKnownHosts):
+    """The known_hosts entries matched by the host's name only, never by the address it
+    resolved to: OpenSSH trusts a key for the name it was asked to reach (or HostKeyAlias),
+    and an entry for the IP alone (`[127.0.0.1]:2210`) leaves a host reached by name unknown
+    (ssh(1) 9.2p1: "Host key verification failed" under StrictHostKeyChecking; CheckHostIP,
+    off by default since 8.5, only warns about the IP entry). asyncssh matches either, so a
+    host named `gpu8` was trusted through any entry for its address. A host given as an
+    address is its own name and still matches its `[addr]:port` entry.
+
+    A HostKeyAlias is looked up as written, without the port (ssh(1) 9.2p1: `HostKeyAlias
+    127.0.0.1` matches a `127.0.0.1` line, not `[127.0.0.1]:2210`); asyncssh adds the port."""
+
+    def __init__(self, known: asyncssh.SSHKnownHosts, alias: str | None = None) -> None:
+        super().__init__()
+        self._by_name = known
+        self._alias = alias
+
+    def match(self, host: str, addr: str, port: int | None) -> Any:
+        if self._alias:
+            return self._by_name.match(self._alias, "", None)
+        return self._by_name.match(host, "", port)  # "": asyncssh then reads host as the IP
 
 
 class _Client(asyncssh.SSHClient):

@@ -16,6 +16,7 @@ import asyncssh
 
 from gpudash.files import RefusedFile
 from gpudash.transport.hostkeys import Refusal
+from gpudash.transport.sshproxy import ProxyFailed
 
 _UNREACHABLE = {errno.EHOSTUNREACH, errno.ENETUNREACH}
 
@@ -53,6 +54,8 @@ def _describe(
     connect_timeout: float | None,
     refusal: Refusal | None,
 ) -> str:
+    if isinstance(exc, ProxyFailed):  # before ConnectionLost: not a MaxStartups drop
+        return str(exc)
     if isinstance(exc, RefusedFile):  # a known_hosts or key file that is a FIFO, a device...
         return str(exc)
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,7 +44,9 @@ from gpudash.transport.hostkeys import HostKeyCheck, known_hosts_tokens
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.slots import Slots
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
+from gpudash.transport.sshkeys import existing_identities
 from gpudash.transport.sshprocess import SshProcess
+from gpudash.transport.sshproxy import ProxyCommand, proxy_command
 
 log = logging.getLogger("gpudash.transport.ssh")
 
@@ -81,6 +82,32 @@ def _cpu_has_aes() -> bool:
     return False
 
 
+async def _identities(host: SshHost, options: dict[str, Any]) -> tuple[str, ...]:
+    """Set `client_keys` in `options` to the identity files that exist (the host's
+    identity_file, else ~/.ssh/config's IdentityFile lines), as OpenSSH skips a missing one
+    (sshkeys.py); returns the missing ones. Left unset when neither names a file: asyncssh
+    then offers the agent's keys and ~/.ssh/id_*, as ssh(1) does."""
+    wanted: Iterable[str] = host.identity_files
+    from_config = not wanted
+    # A bastion given as `user@host:port` borrowed the target's identity_file; like `ssh -J`,
+    # its own IdentityFile lines in ~/.ssh/config come first (README, OpenSSH compatibility).
+    if from_config or isinstance(host, JumpSpec):  # read without loading any key
+        bare = await asyncssh.SSHClientConnectionOptions.construct(
+            config=(), **options, client_keys=None
+        )
+        own = bare.config.get("IdentityFile", ()) or ()
+        if own or from_config:
+            wanted, from_config = own, True
+    if not wanted:
+        return ()
+    found = existing_identities(wanted)
+    # [] (every file missing) makes asyncssh fall back to the agent and ~/.ssh/id_*
+    options["client_keys"] = list(found.present)
+    if from_config:  # as asyncssh treats IdentityFile: an encrypted key is skipped
+        options["ignore_encrypted"] = True
+    return found.missing
+
+
 class _Failure(Exception):
     """A reason without the host prefix, so a jump failure can nest inside its target's."""
 
@@ -108,6 +135,7 @@ class SshTransport(Transport):
         self._warned_insecure = False
         self._link: _Link | None = None
         self._lock = asyncio.Lock()
+        self._proxies: list[ProxyCommand] = []  # the ProxyCommand carrying the link, if any
 
     @property
     def connected(self) -> bool:
@@ -127,6 +155,7 @@ class SshTransport(Transport):
             if self._link is not None and not self._link.conn.is_closed():
                 return self._link
             self._link = None
+            await self._end_proxies()
             tunnel = await self._tunnel(seen | {self.host.name})
             conn = await self._open(tunnel)
             self._link = _Link(conn, Slots(self.pool.channels_per_connection))
@@ -166,14 +195,14 @@ class SshTransport(Transport):
             options["port"] = host.port
         if host.user:
             options["username"] = host.user
-        if host.identity_files:
-            options["client_keys"] = [os.path.expanduser(p) for p in host.identity_files]
         where = Endpoint(host.user, host.address, host.port or 22)
+        skipped: tuple[str, ...] = ()
         async with self.pool.handshakes:
             try:
                 # Built up front to learn what ~/.ssh/config resolved (the known_hosts
                 # files, the reason lines); connect() builds on it. config=() loads
                 # ~/.ssh/config as connect() does: the options class defaults to none.
+                skipped = await _identities(host, options)
                 resolved = await asyncssh.SSHClientConnectionOptions.construct(config=(), **options)
                 where = Endpoint(resolved.username, resolved.host, resolved.port)
                 check.configure(
@@ -190,14 +219,24 @@ class SshTransport(Transport):
                 extra: dict[str, Any] = {}
                 if resolved.config.get("Ciphers") is None and _cpu_has_aes():
                     extra["encryption_algs"] = _AES_FIRST
-                if tunnel is None:
+                proxy = proxy_command(resolved.config) if tunnel is None else None
+                if tunnel is None and proxy is None:
                     extra["sock"] = self.pool.take_early(host.name, resolved)
                 conn = await connect_retrying(  # again after a MaxStartups drop
-                    host.connect_timeout, **options, **extra, known_hosts=known, options=resolved
+                    host.connect_timeout,
+                    proxy=proxy,
+                    running=self._proxies,
+                    **options,
+                    **extra,
+                    known_hosts=known,
+                    options=resolved,
                 )
             except asyncssh.PermissionDenied as exc:
                 check.commit()  # the key exchange succeeded: the new key is proven
-                raise self._failure(exc, where, check) from exc
+                failure = self._failure(exc, where, check)
+                if skipped:  # say which key files were not there (ssh -v: "no such identity")
+                    failure = _Failure(f"{failure.reason} (not found: {', '.join(skipped)})")
+                raise failure from exc
             except Exception as exc:
                 raise self._failure(exc, where, check) from exc
         check.commit()
@@ -289,8 +328,14 @@ class SshTransport(Transport):
             link.conn.close()
             with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
                 await asyncio.wait_for(link.conn.wait_closed(), _CLOSE_GRACE_S)
+        await self._end_proxies()
         if self._owns_pool:
             await self.pool.close()
+
+    async def _end_proxies(self) -> None:
+        proxies, self._proxies = self._proxies, []
+        for proxy in proxies:
+            await proxy.close()
 
 
 class SshPool:

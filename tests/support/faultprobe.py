@@ -20,10 +20,12 @@ from typing import Any
 from gpudash.config.load import load_config
 from gpudash.fleet import Fleet
 from gpudash.model import HostResult
+from gpudash.probe.registry import SECTION_NAMES
 from tests.support.netrig import NetRig
 from tests.support.peakrss import gpudash_argv, peak_kib
 
-SECTIONS = {"system", "gpus", "topology", "toolkit", "env", "models", "network"}
+SECTIONS = set(SECTION_NAMES)
+"""Every registered section: what a fully probed host carries."""
 
 
 @dataclass

@@ -107,6 +107,9 @@ class DirectCopy:
         self.cancel = cancel
         self.name = prepared.spec.name
         self.src_job = source_job(self.name, host)
+        # the private key's copies on the source that gpudash removes once this copy ended;
+        # a fan-out member names only its own (`dN/files/id`): the others are still in use
+        self.src_keys: tuple[str, ...] = ("files/id",)
 
     def _dest_scripts(self, run: str, public: str, from_addr: str) -> tuple[str, str]:
         spec = self.prepared.spec
@@ -280,11 +283,12 @@ class DirectCopy:
         if run is None:
             return
         with contextlib.suppress(TransportError):
-            sweep = render.exports({"GPUDASH_RUN": run}) + ds.DEST_SWEEP
+            sweep = render.exports({"GPUDASH_RUN": run, "GPUDASH_TASK": self.name}) + ds.DEST_SWEEP
             await self.dest.output("{\n" + sweep + "} </dev/null\n", timeout=30)
         with contextlib.suppress(TransportError):
+            keys = " ".join(f'"$J/{key}"' for key in self.src_keys)
             gone = render.exports({"GPUDASH_TASK": self.src_job}) + (
-                'rm -f "${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK/files/id"\n'
+                f'J="${{GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}}/$GPUDASH_TASK"\nrm -f {keys}\n'
             )
             await self.source.output("{\n" + gone + "} </dev/null\n", timeout=30)
         if status is not None and not status.done:

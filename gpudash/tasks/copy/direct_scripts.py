@@ -77,13 +77,14 @@ case "$J" in *[!A-Za-z0-9._/-]*) fail "the job directory $J has characters autho
 if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists and is not a directory"; fi
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
-rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held"
+rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err"
 : > "$J/held"
 sweep ""
 UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
 echo "$UNTIL" > "$J/until"
 stop() {
     sweep "$TAG"
+    rm -f "$J/files/id"
     rm -rf "$S"
     echo "gpudash: stopped: the copy's key is removed from $AK, the partial copy too"
     exit 143
@@ -98,13 +99,16 @@ i=0
 while [ ! -e "$J/hold-started" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
 if [ ! -e "$J/hold-started" ]; then
     sweep "$TAG"
+    rm -f "$J/files/id"
     fail "the source host never connected (within 120 s); the key is removed"
 fi
 while ! flock -n "$J/held" true; do
     [ "$(date +%s)" -lt "$UNTIL" ] || break
+    [ -e "$J/finished" ] || [ -e "$J/aborted" ] && break
     sleep 0.5
 done
 sweep "$TAG"
+rm -f "$J/files/id"
 if [ -e "$J/finished" ]; then
     echo "gpudash: $GPUDASH_TO is in place and verified; the copy's key is removed from $AK"
     exit 0
@@ -139,6 +143,27 @@ safe() {
     case "/$1/" in *"/../"* | *"/./"* | "//"*) return 1 ;; esac
     [ -n "$1" ]
 }
+# A fan-out's next hops: `VERB ALIAS ADDR PORT USER [ALIAS ADDR PORT USER ...]`, run on the
+# first with the rest, under this copy's key and the host keys gpudash verified (files/).
+# A hop that failed once (unreachable, silent 15 s, its end failed) is marked dead
+# (`fwd.dead`) and not tried again by this copy's later sessions: this host ends the chain,
+# so a lost hop costs one timeout, not one per stream and byte range; the hosts after it are
+# completed from the source by their own runs.
+fwd() {
+    verb=$1
+    shift
+    [ $# -ge 4 ] && [ $(( $# % 4 )) -eq 0 ] || return 3
+    case "$*" in *[!A-Za-z0-9._:@\ -]*) return 3 ;; esac
+    case "$1" in gpudash-copy-d[0-9]*) ;; *) return 3 ;; esac
+    a=$1 addr=$2 port=$3 user=$4
+    shift 4
+    ssh -i "$J/files/id" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
+        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$J/files/known_hosts" \
+        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="$a" \
+        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=10 -o LogLevel=ERROR \
+        -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
+        -p "$port" -l "$user" "$addr" "$verb" "$@" || { : > "$J/fwd.dead"; return 1; }
+}
 set -f
 set -- $SSH_ORIGINAL_COMMAND
 case "$1" in
@@ -167,17 +192,45 @@ prune)
         safe "$p" && rm -rf "$S/$p"
     done
     ;;
+base)
+    if [ -d "$S" ]; then echo partial; elif [ -d "$GPUDASH_TO" ]; then echo final; else echo none; fi
+    ;;
 recv)
+    shift
     mkdir -p "$S" || exit 3
-    exec tar -xpf - --no-same-owner -C "$S"
+    [ ! -e "$J/fwd.dead" ] || set --
+    [ $# -gt 0 ] || exec tar -xpf - --no-same-owner -C "$S"
+    # A fan-out hop: the stream goes on to the next host as it arrives (tee -p keeps feeding
+    # the one output that still reads when the other fails); this end waits for the next.
+    f="$J/fwd.$$"
+    rm -f "$f" && mkfifo "$f" || exit 3
+    fwd recv "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
+    tee -p "$f" 2>/dev/null | tar -xpf - --no-same-owner -C "$S"
+    rc=$?
+    wait
+    rm -f "$f"
+    exit $rc
     ;;
 part)
+    shift
     IFS= read -r hdr || exit 3
     off=${hdr%%"	"*}; rest=${hdr#*"	"}; mode=${rest%%"	"*}; p=${rest#*"	"}
     case "$off$mode" in *[!0-9]* | "") exit 3 ;; esac
     safe "$p" || exit 3
     mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || exit 3
-    dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none || exit 4
+    [ ! -e "$J/fwd.dead" ] || set --
+    if [ $# -gt 0 ]; then
+        f="$J/fwd.$$"
+        rm -f "$f" && mkfifo "$f" || exit 3
+        { printf '%s\n' "$hdr"; cat "$f"; } | fwd part "$@" > /dev/null 2>> "$J/fwd.err" &
+        tee -p "$f" 2>/dev/null | dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none
+        rc=$?
+        wait
+        rm -f "$f"
+        [ $rc -eq 0 ] || exit 4
+    else
+        dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none || exit 4
+    fi
     chmod "$mode" "$S/$p"
     ;;
 ping)
@@ -221,13 +274,28 @@ esac
 )
 
 # The source job: plan, send over N streams (big files in byte ranges), verify, report.
-SOURCE_JOB = (
+_SOURCE_BODY = (
     MANIFEST_FN
     + r"""
 K="$GPUDASH_JOB/files/id"
 W="$GPUDASH_JOB/work"
 HOLD=
 BEAT=
+# In a fan-out (`fanout_scripts`): HOPS, the next hosts of the chain this stream feeds;
+# SEND_ONLY, the chain's pass (no verify: each destination's own run checks and completes
+# it); HELD, the fan-out job holds every destination's session; SRC_M, the source's manifest,
+# hashed once for all; LINES, progress as a line every 5 s (many destinations share a log).
+HOPS=${GPUDASH_HOPS:-}
+CR=$(printf '\r'); EOL=; TICK=1
+[ -z "$GPUDASH_LINES" ] || { CR=; EOL='\n'; TICK=5; }
+src_manifest() {
+    if [ -n "$GPUDASH_SRC_M" ]; then
+        while [ ! -e "$GPUDASH_SRC_M" ] && [ ! -e "$GPUDASH_SRC_M.failed" ]; do sleep 0.2; done
+        cp "$GPUDASH_SRC_M" "$W/src.m" 2>/dev/null
+    else
+        manifest . "$W/src.m"
+    fi
+}
 cleanup() {
     rm -f "$K"
     exec 8>&- 2>/dev/null
@@ -236,14 +304,14 @@ cleanup() {
     rm -rf "$W"
 }
 trap cleanup EXIT
-trap 'remote 15 abort </dev/null >/dev/null 2>&1; exit 143' TERM INT HUP
+trap '[ -n "$GPUDASH_SEND_ONLY" ] || remote 15 abort </dev/null >/dev/null 2>&1; exit 143' TERM INT HUP
 fail() { echo "gpudash: $*"; exit "${RC:-1}"; }
 remote() {
     t=$1
     shift
     timeout -k 5 "$t" ssh -i "$K" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
         -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$GPUDASH_JOB/files/known_hosts" \
-        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias=gpudash-copy-dest \
+        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="${GPUDASH_ALIAS:-gpudash-copy-dest}" \
         -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=15 -o LogLevel=ERROR \
         -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
         -p "$GPUDASH_PORT" -l "$GPUDASH_USER" "$GPUDASH_ADDR" "$@"
@@ -274,15 +342,21 @@ rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
 GPUDASH_HASHERS=$(( $(nproc 2>/dev/null || echo 2) / 2 )); [ "$GPUDASH_HASHERS" -ge 1 ] || GPUDASH_HASHERS=1
 [ "$GPUDASH_HASHERS" -le 8 ] || GPUDASH_HASHERS=8
 export GPUDASH_HASHERS
-echo "direct copy from this host to $GPUDASH_DEST:$GPUDASH_TO ($GPUDASH_STREAMS streams)"
+if [ -n "$GPUDASH_SEND_ONLY" ]; then
+    echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
+else
+    echo "direct copy from this host to $GPUDASH_DEST:$GPUDASH_TO ($GPUDASH_STREAMS streams)"
+fi
 
 # The hold session: the destination job watches it (and removes the key when it ends).
-mkfifo "$W/hold" || fail "mkfifo failed"
-remote 0 hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
-HOLD=$!
-exec 8> "$W/hold"
-( while sleep 2; do printf . || exit 0; done ) >&8 2>/dev/null &
-BEAT=$!
+if [ -z "$GPUDASH_HELD" ]; then
+    mkfifo "$W/hold" || fail "mkfifo failed"
+    remote 0 hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
+    HOLD=$!
+    exec 8> "$W/hold"
+    ( while sleep 2; do printf . || exit 0; done ) >&8 2>/dev/null &
+    BEAT=$!
+fi
 
 remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err" \
     || fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
@@ -290,10 +364,11 @@ base=$(head -n 1 "$W/dst.m")
 tail -n +2 "$W/dst.m" > "$W/dst.l"
 base=${base#base }
 case "$base" in none | partial | final) ;; *) fail "the destination answered no manifest" ;; esac
+[ -z "$GPUDASH_SEND_ONLY" ] || [ "$base" = none ] || exit 0
 started=$(date +%s)
 if [ "$base" != none ]; then
     echo "the destination has a $base copy: hashing here to compare (size + sha256)"
-    manifest . "$W/src.m" || fail "cannot list or hash $GPUDASH_PATH"
+    src_manifest || fail "cannot list or hash $GPUDASH_PATH"
     if [ "$base" = final ] && cmp -s "$W/src.m" "$W/dst.l"; then
         n=$(awk -F '\t' '$2 == "f"' "$W/src.m" | wc -l)
         remote 60 done </dev/null 2> "$W/err" || fail "$(said "$W/err")"
@@ -313,6 +388,12 @@ if [ "$base" != none ]; then
         remote 600 prune < "$W/prune" 2> "$W/err" || fail "prune: $(said "$W/err")"
     fi
     awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1 }' "$W/send.m" > "$W/send"
+    if [ "$base" = partial ] && [ ! -s "$W/send" ] && [ ! -s "$W/prune" ]; then
+        echo "every file is there; verifying"
+        t1=$(date +%s); el=0
+        verified
+        exit 0
+    fi
     have=$(awk -F '\t' '$2 == "f"' "$W/dst.l" | wc -l)
     echo "resuming: $have files already there; $(awk -F '\t' '$2 == "f"' "$W/send" | wc -l) to send"
 else
@@ -347,7 +428,7 @@ stream() {
     w=$1
     if [ -s "$W/list.$w" ]; then
         tar -cf - --no-recursion --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
-            2> "$W/dots.$w" | remote 0 recv 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+            2> "$W/dots.$w" | remote 0 recv $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
     fi
     [ -s "$W/parts.$w" ] || return 0
     k=0
@@ -355,7 +436,7 @@ stream() {
         k=$((k + 1))
         { printf '%s\t%s\t%s\n' "$off" "$mode" "$path"
           dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k"
-        } | remote 0 part 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+        } | remote 0 part $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
     done < "$W/parts.$w"
 }
 done_bytes() {
@@ -368,15 +449,15 @@ pids=
 w=0
 while [ $w -lt "$N" ]; do stream $w & pids="$pids $!"; w=$((w + 1)); done
 (
-    while sleep 1; do
+    while sleep $TICK; do
         b=$(done_bytes); now=$(date +%s); el=$((now - t0)); [ $el -gt 0 ] || el=1
-        awk -v b="$b" -v t="$TOTAL" -v el="$el" -v f="$FILES" 'BEGIN {
+        awk -v b="$b" -v t="$TOTAL" -v el="$el" -v f="$FILES" -v cr="$CR" -v eol="$EOL" 'BEGIN {
             r = b / el; eta = (r > 0) ? (t - b) / r : 0
             split("B KiB MiB GiB TiB", u, " ")
             x = b; i = 1; while (x >= 1024 && i < 5) { x /= 1024; i++ }; sb = sprintf("%.1f %s", x, u[i])
             x = t; j = 1; while (x >= 1024 && j < 5) { x /= 1024; j++ }; st = sprintf("%.1f %s", x, u[j])
             x = r; k = 1; while (x >= 1024 && k < 5) { x /= 1024; k++ }; sr = sprintf("%.1f %s/s", x, u[k])
-            printf "\rcopied %s / %s (%d%%) at %s, ETA %ds, %d files", sb, st, (t > 0 ? b * 100 / t : 100), sr, eta, f
+            printf "%scopied %s / %s (%d%%) at %s, ETA %ds, %d files" eol, cr, sb, st, (t > 0 ? b * 100 / t : 100), sr, eta, f
         }'
     done
 ) &
@@ -387,6 +468,7 @@ kill "$PROG" 2>/dev/null; wait "$PROG" 2>/dev/null
 if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     echo
     why=$(for f in "$W"/err.*; do [ -s "$f" ] && said "$f"; done | head -n 1)
+    [ -z "$GPUDASH_SEND_ONLY" ] || fail "the chain broke ($why): each destination is checked and completed from this host"
     if ! remote 20 ping </dev/null >/dev/null 2>&1 && ! kill -0 "$HOLD" 2>/dev/null; then
         fail "the connection to $GPUDASH_DEST was lost ($why): the partial copy is kept there; run the copy again to resume"
     fi
@@ -394,27 +476,43 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     fail "sending failed: $why; the partial copy is removed"
 fi
 if [ -s "$W/dirs" ]; then
-    tar -cf - --no-recursion -T "$W/dirs" | remote 600 recv 2> "$W/err" || fail "directories: $(said "$W/err")"
+    tar -cf - --no-recursion -T "$W/dirs" | remote 600 recv $HOPS 2> "$W/err" || fail "directories: $(said "$W/err")"
 fi
 t1=$(date +%s)
 el=$((t1 - t0)); [ $el -gt 0 ] || el=1
-printf '\rcopied %s in %ss (%s/s), %s files\n' "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"
+printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"
+[ -z "$GPUDASH_SEND_ONLY" ] || exit 0
 echo "verifying: sha256, mode and link target of every entry, on both hosts"
 remote 0 prepare </dev/null 2> "$W/err.prep" &
 PREP=$!
-if [ ! -s "$W/src.m" ]; then manifest . "$W/src.m" || fail "cannot hash $GPUDASH_PATH"; fi
+if [ ! -s "$W/src.m" ]; then src_manifest || fail "cannot hash $GPUDASH_PATH"; fi
 wait "$PREP" || fail "the destination could not hash its copy: $(said "$W/err.prep")"
+verified
+exit 0
+"""
+)
+
+# How the source job ends once the destination has a manifest of its copy in $J/m.dst: it
+# compares it with the source's and renames its copy into place (defined before the body).
+_VERIFIED = r"""
+verified() {
 remote 600 verify < "$W/src.m" 2> "$W/err" > "$W/verify" || { cat "$W/verify"; fail "the copy on $GPUDASH_DEST is not verified"; }
 cat "$W/verify"
 n=$(awk -F '\t' '$2 == "f"' "$W/src.m" | wc -l)
 size=$(awk -F '\t' '$2 == "f" { s += $4 } END { printf "%.0f", s }' "$W/src.m")
 echo "verified: $n files ($(human "$size")), every sha256, mode and link target matches (copy ${el}s, verify $(( $(date +%s) - t1 ))s)"
+}
 """
-)
+
+SOURCE_JOB = _VERIFIED + _SOURCE_BODY
 
 # gpudash's own best-effort sweep after a run (the jobs do it themselves; this is a second
 # chance when the destination job was killed with SIGKILL).
-DEST_SWEEP = SWEEP_FN + 'sweep "gpudash-copy-$GPUDASH_RUN"\n'
+DEST_SWEEP = (
+    SWEEP_FN
+    + 'sweep "gpudash-copy-$GPUDASH_RUN"\n'
+    + 'rm -f "${GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}/$GPUDASH_TASK/files/id"\n'
+)
 
 # The source's address on the way to the destination, as the destination will see it.
 ROUTE = r"""

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from gpudash.tasks import events as ev
 from gpudash.tasks.copy.params import CopyParams
@@ -22,6 +23,9 @@ from gpudash.tasks.prepare import Prepared
 from gpudash.tasks.runner import check_ends_run
 from gpudash.transport.base import Transport, TransportError
 
+if TYPE_CHECKING:
+    from gpudash.tasks.copy.fanout import CopyGroup
+
 
 async def run_copy(
     host: str,
@@ -31,8 +35,28 @@ async def run_copy(
     *,
     cancel: asyncio.Event | None = None,
     check: bool = True,
+    group: CopyGroup | None = None,
 ) -> AsyncIterator[ev.TaskEvent]:
-    """The copy to `host` as task events, like `runner.run_task` (exactly one end event)."""
+    """The copy to `host` as task events, like `runner.run_task` (exactly one end event).
+    `group`: the run's other destinations of this task, for a fan-out (`copy.fanout`); this
+    host withdraws from it on every way out that does not join."""
+    try:
+        async for event in _run_copy(host, transport, prepared, peer, cancel, check, group):
+            yield event
+    finally:
+        if group is not None:
+            group.withdraw(host)
+
+
+async def _run_copy(
+    host: str,
+    transport: Transport,
+    prepared: Prepared,
+    peer: Callable[[str], Transport | None] | None,
+    cancel: asyncio.Event | None,
+    check: bool,
+    group: CopyGroup | None,
+) -> AsyncIterator[ev.TaskEvent]:
     spec = prepared.spec
     name = spec.name
     params = CopyParams.of(spec.params)
@@ -70,7 +94,13 @@ async def run_copy(
     if params.via == "direct":
         from gpudash.tasks.copy.direct import DirectCopy
 
-        async for event in DirectCopy(host, transport, source, prepared, params, cancel).events():
+        direct = DirectCopy(host, transport, source, prepared, params, cancel)
+        stream = direct.events()
+        if group is not None:
+            from gpudash.tasks.copy import fanout
+
+            stream = fanout.member_events(group, direct)
+        async for event in stream:
             yield event
         return
 

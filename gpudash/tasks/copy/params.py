@@ -34,6 +34,8 @@ class CopyParams:
     """Files bigger than this are sent as byte ranges over several streams at once."""
     source_address: str = ""
     """The address the destination sees the source connect from; "" = the source's route."""
+    fanout: bool = True
+    """Many destinations in one run are fed as a chain (`copy.fanout`); False: each alone."""
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> CopyParams:
@@ -47,6 +49,7 @@ class CopyParams:
             _int(params.get("streams"), 4),
             _int(params.get("chunk_mb"), 256),
             str(params.get("source_address") or ""),
+            params.get("fanout") is not False,
         )
 
 

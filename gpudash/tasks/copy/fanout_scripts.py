@@ -1,0 +1,129 @@
+"""The shell of a fan-out: one source job that feeds many destinations as a chain.
+
+    source -> d1 -> d2 -> ... -> dN      every hop's receiving end tees the stream into its
+                                         own tar and into the next hop's ssh (`recv` in
+                                         `direct_scripts.RECV`): one pass of the bytes
+    then, on every destination at once  the single copy's own run (`files/one.sh`, the
+                                         `direct_scripts.SOURCE_JOB`): it finds the partial
+                                         copy the chain left, sends what is missing or differs
+                                         straight from the source, and verifies
+
+So a destination that fails mid-way costs only itself: the hosts after it in the chain lose
+the rest of the stream, and their own run completes them from the source (resume by size +
+sha256). The source's manifest is hashed once for all of them (`GPUDASH_SRC_M`).
+
+`files/dests` has one line per destination, in chain order: `ALIAS ADDR PORT USER`. Every
+line of the job's log about one destination starts with `@dN ` (N its line number, from 1);
+`@dN gpudash-copy end dN RC` is its end. gpudash shows each destination its own lines.
+"""
+
+from __future__ import annotations
+
+# ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
+from gpudash.tasks.copy.direct_scripts import MANIFEST_FN
+
+FANOUT_JOB = (
+    MANIFEST_FN
+    + r"""
+F="$GPUDASH_JOB/files"
+W="$GPUDASH_JOB/work"
+BEATS=
+cleanup() {
+    for b in $BEATS; do kill "$b" 2>/dev/null; done
+    rm -f "$F/id" "$GPUDASH_JOB"/d*/files/id
+    rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT HUP
+fail() { echo "gpudash: $*"; exit 1; }
+# `dest I` sets what `remote` and a destination's run need for line I of files/dests.
+dest() {
+    set -- $(sed -n "$1p" "$F/dests")
+    export GPUDASH_ALIAS=$1 GPUDASH_ADDR=$2 GPUDASH_PORT=$3 GPUDASH_USER=$4
+}
+remote() {
+    t=$1
+    shift
+    timeout -k 5 "$t" ssh -i "$F/id" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
+        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$F/known_hosts" \
+        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="$GPUDASH_ALIAS" \
+        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=15 -o LogLevel=ERROR \
+        -p "$GPUDASH_PORT" -l "$GPUDASH_USER" "$GPUDASH_ADDR" "$@"
+}
+for tool in ssh tar sha256sum find sort comm awk dd mkfifo timeout sed; do
+    command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the source host"
+done
+[ -d "$GPUDASH_PATH" ] || fail "no directory $GPUDASH_PATH on the source host"
+cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
+rm -rf "$W" "$GPUDASH_JOB"/d[0-9]*; mkdir -m 700 "$W" || fail "cannot create $W"
+N=$(wc -l < "$F/dests")
+echo "fan-out from this host to $N destinations"
+
+# Every destination's hold session: its destination job removes the key when it ends.
+i=1
+while [ $i -le "$N" ]; do
+    dest $i
+    mkfifo "$W/hold.$i" || fail "mkfifo failed"
+    remote 0 hold < "$W/hold.$i" > /dev/null 2>&1 &
+    ( while sleep 2; do printf . || exit 0; done ) > "$W/hold.$i" 2>/dev/null &
+    BEATS="$BEATS $!"
+    i=$((i + 1))
+done
+export GPUDASH_HELD=1
+
+# Which destinations start empty: those are fed by the chain, in their order.
+i=1
+pids=
+while [ $i -le "$N" ]; do
+    dest $i
+    ( remote 60 base < /dev/null > "$W/base.$i" 2>/dev/null ) &
+    pids="$pids $!"
+    i=$((i + 1))
+done
+for p in $pids; do wait "$p"; done
+CHAIN=; HOPS=; NAMES=
+i=1
+while [ $i -le "$N" ]; do
+    if [ "$(cat "$W/base.$i" 2>/dev/null)" = none ]; then
+        if [ -z "$CHAIN" ]; then CHAIN=$i; else HOPS="$HOPS $(sed -n "${i}p" "$F/dests")"; fi
+        NAMES="$NAMES${NAMES:+ -> }@d$i"
+    fi
+    i=$((i + 1))
+done
+if [ -n "$CHAIN" ] && [ -n "$HOPS" ]; then
+    mkdir -p "$W/chain/files" && cp "$F/id" "$F/known_hosts" "$W/chain/files/" || fail "cannot prepare the chain"
+    ( dest "$CHAIN"
+      GPUDASH_JOB="$W/chain" GPUDASH_HOPS="$HOPS" GPUDASH_SEND_ONLY=1 GPUDASH_CHAIN="$NAMES" \
+          GPUDASH_DEST="@d$CHAIN" sh "$F/one.sh" )
+fi
+
+# The source's manifest, once, while every destination hashes what it has. Each
+# destination's run has its own copy of the key (dN/files/id), removed when that run ends
+# (and by gpudash once it saw that destination's end), so the first to end takes no other's.
+( manifest . "$W/src.m.tmp" && mv "$W/src.m.tmp" "$W/src.m" || : > "$W/src.m.failed" ) &
+HASH=$!
+i=1
+while [ $i -le "$N" ]; do
+    mkdir -p "$GPUDASH_JOB/d$i/files" && cp "$F/id" "$F/known_hosts" "$GPUDASH_JOB/d$i/files/" || fail "cannot prepare @d$i"
+    i=$((i + 1))
+done
+rm -f "$F/id"
+i=1
+pids=
+while [ $i -le "$N" ]; do
+    ( dest $i
+      GPUDASH_JOB="$GPUDASH_JOB/d$i" GPUDASH_SRC_M="$W/src.m" GPUDASH_LINES=1 GPUDASH_DEST="@d$i" \
+          sh "$F/one.sh" 2>&1
+      rc=$?
+      echo "$rc" > "$GPUDASH_JOB/d$i/rc"
+      echo "gpudash-copy end d$i $rc" ) | sed -u "s/^/@d$i /" &
+    pids="$pids $!"
+    i=$((i + 1))
+done
+for p in $pids; do wait "$p"; done
+wait "$HASH"
+ok=$(cat "$GPUDASH_JOB"/d*/rc 2>/dev/null | grep -c '^0$')
+echo "fan-out: $ok of $N destinations verified"
+[ "$ok" -eq "$N" ] || exit 1
+"""
+)

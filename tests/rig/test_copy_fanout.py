@@ -1,0 +1,94 @@
+"""A fan-out over namespaced hosts (tests/support/netrig.py): `gpudash run copy h1 h2 h3 h4`
+feeds one chain h0 -> h1 -> h2 -> h3 -> h4, and every destination ends verified against the
+source's manifest, even when one of them drops off the network mid-way (the hosts after it
+are completed from the source). Run only under `flock /tmp/gpudash-rig.lock`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.rig.test_copy_direct import (
+    copy_config,
+    make_tree,
+    no_key_left,
+    read_until,
+    run,
+    slow_tar,
+    start,
+    tree_of,
+    wait_for,
+)
+from tests.support.netrig import NetRig
+
+BIG = 48 * 1024 * 1024
+REAL_DD = shutil.which("dd") or "/bin/dd"
+
+
+@pytest.fixture
+def rig5(netrig_factory) -> NetRig:
+    rig = netrig_factory(5)
+    if rig.mode != "netns":
+        pytest.fail(f"a fan-out needs hosts that reach each other: {rig.fallback}")
+    make_tree(rig.hosts[0].home / "src", big=BIG)
+    return rig
+
+
+def test_a_fanout_feeds_every_destination_through_one_chain(rig5: NetRig, tmp_path: Path):
+    done = run(rig5, copy_config(rig5), tmp_path, "h1", "h2", "h3", "h4", timeout=240)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "chain: this host -> h1 -> h2 -> h3 -> h4" in out
+    src = tree_of(rig5.hosts[0].home / "src")
+    for host in rig5.hosts[1:]:
+        assert tree_of(host.home / "dst") == src, host.name
+    # the chain carried everything: each destination's own run found nothing missing
+    assert out.count("every file is there; verifying") == 4, out
+    no_key_left(rig5)
+
+
+def test_a_destination_lost_midway_costs_only_itself(rig5: NetRig, tmp_path: Path):
+    h2, h3 = rig5.hosts[2], rig5.hosts[3]
+    # h4, the chain's end, extracts and writes slowly: the whole chain moves at its pace, so
+    # h2 can be cut while the bytes are still flowing through it (h3 already has some)
+    slow_tar(rig5.hosts[4], "sleep 4")
+    rig5.hosts[4].write_tool("dd", f'#!/bin/sh\nsleep 2\nexec {REAL_DD} "$@"\n')
+    proc = start(rig5, copy_config(rig5), tmp_path, "h1", "h2", "h3", "h4")
+    read_until(proc, "chain: this host", timeout=90)
+    partial = h3.home / "dst.gpudash-partial"
+    wait_for(lambda: partial.exists() and any(partial.rglob("*")), 60, "the chain reached h3")
+    rig5.cut(h2)
+    cut = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=240)
+    finally:
+        rig5.restore(h2)
+    # a dead hop costs one timeout, not one per stream and byte range: the chain's pass ends
+    # and every destination's own run is done well within two minutes of the cut
+    assert time.monotonic() - cut < 120, out
+    assert proc.returncode == 1, out
+    src = tree_of(rig5.hosts[0].home / "src")
+    for i in (1, 3, 4):
+        assert tree_of(rig5.hosts[i].home / "dst") == src, (i, out)
+    assert not (h2.home / "dst").exists()
+    # each destination's own verdict: the lost one fails, the others are verified
+    for host in ("h1", "h3", "h4"):
+        assert f"{host} | == copy: ok" in out, out
+    assert "h2 | == copy: failed" in out, out
+    # h3, after h2, had part of the tree from the chain and is completed from the source
+    assert any(ln.startswith("h3 | resuming: ") for ln in out.splitlines()), out
+    wait_for(
+        lambda: "gpudash-copy-" not in (h2.home / ".ssh" / "authorized_keys").read_text(),
+        60,
+        "h2's key line removed once its source went silent",
+    )
+    wait_for(
+        lambda: not list((h2.home / ".cache/gpudash/jobs").glob("*/files/id")),
+        60,
+        "h2's forwarding key removed",
+    )
+    no_key_left(rig5)
