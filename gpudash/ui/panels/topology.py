@@ -60,9 +60,15 @@ def nearest(matrix: Any, gpu: str) -> Text:
     return out
 
 
+MAX_DRAWN = 32
+"""GPUs (and NICs) drawn in the matrix at most. A real board has 8 or 16; a host printing a
+9000-column header would otherwise cost 81M cells drawn on the event loop, freezing every
+host's screen (bench/bench_hostile_keys.py found it). The rest is said in one line."""
+
+
 def matrix_table(matrix: Any, all_nics: bool) -> Grid:
-    gpus = list(matrix.gpus)
-    nics = list(matrix.nics) if all_nics else []
+    gpus = list(matrix.gpus[:MAX_DRAWN])
+    nics = list(matrix.nics[:MAX_DRAWN]) if all_nics else []
     compact = bool(matrix.nics) and not all_nics
     table = Grid(
         Column(style="bold"),
@@ -81,7 +87,7 @@ def affinity_lines(matrix: Any) -> list[Text]:
     """'G0-G3  CPUs 0-55,112-167  NUMA 0': GPUs in a row that share an affinity, grouped
     (a column per GPU would not fit beside 8 GPUs and their NICs at 100 columns)."""
     groups: list[tuple[list[str], str | None, str | None]] = []
-    for gpu in matrix.gpus:
+    for gpu in matrix.gpus[:MAX_DRAWN]:
         cpu = _affinity(matrix, gpu, "cpu_affinity")
         numa = _affinity(matrix, gpu, "numa_affinity")
         if groups and groups[-1][1:] == (cpu, numa):
@@ -166,7 +172,17 @@ class TopologyPanel(Panel):
         if not grid.display:
             return
         grid.update(matrix_table(matrix, self.show_nics))
-        foot_lines: list[Any] = [*affinity_lines(matrix), legend()]
+        foot_lines: list[Any] = []
+        hidden = max(0, len(matrix.gpus) - MAX_DRAWN), max(0, len(matrix.nics) - MAX_DRAWN)
+        if any(hidden):
+            foot_lines.append(
+                Text(
+                    f"matrix cut to {MAX_DRAWN} GPUs and NICs: {hidden[0]} more GPUs and "
+                    f"{hidden[1]} more NICs reported",
+                    style="yellow",
+                )
+            )
+        foot_lines += [*affinity_lines(matrix), legend()]
         names = nic_names(matrix)
         if names is not None:
             foot_lines.append(names)
