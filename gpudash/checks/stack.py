@@ -18,8 +18,17 @@ from gpudash.checks.facts.engines import ENGINE_BUILDS, ENGINE_FLOOR
 from gpudash.checks.facts.torch_builds import TorchBuild, builds_of, release_key, releases
 from gpudash.versions import compare, parse_version
 
-# Compute capabilities NVIDIA has published up to FACTS_DATE (CUDA 13 release notes name
-# sm_100, sm_103, sm_110, sm_120, sm_121; older ones from the CUDA GPUs page).
+# Compute capabilities NVIDIA has published up to FACTS_DATE. A cc outside this set is said
+# "unknown to this gpudash", never a fail. Sources, row by row:
+#   3.7 .. 9.0: NVIDIA's CUDA GPUs page, https://developer.nvidia.com/cuda-gpus (compute
+#     capability table, read via the stored docs corpus 2026-12-03).
+#   10.0, 10.1, 10.3, 12.0, 12.1: cuRANDDx 0.2.0 release notes ("Blackwell architectures,
+#     including SM100, SM101, SM103, SM120, and SM121"),
+#     https://docs.nvidia.com/cuda/curanddx/release_notes.html
+#   11.0: Thor renamed from sm_101 to sm_110 "starting from CUDA 13.0" (same page, 0.2.1; and
+#     https://docs.nvidia.com/cuda/nvcompdx/release_notes.html 0.1.1); 10.1 kept for CUDA 12.9.
+#   10.7: Rubin, added by CUDA 13.4 / PTX ISA 9.4 (GCC nvptx patch "Update -march-map= for
+#     newer sm_{107,110}", gcc-patches, https://www.mail-archive.com/gcc-patches@gcc.gnu.org/msg419655.html).
 KNOWN_CCS = frozenset(
     {
         (3, 7),
@@ -40,6 +49,7 @@ KNOWN_CCS = frozenset(
         (10, 0),
         (10, 1),
         (10, 3),
+        (10, 7),
         (11, 0),
         (12, 0),
         (12, 1),
@@ -144,7 +154,7 @@ def gpu_fit(arch_list: str, cc_text: str | None, mvc: bool = False) -> GpuFit:
     if ptx and not mvc:
         best = max(ptx, key=lambda t: t.cc)
         return GpuFit(cc_text or "", "ptx", f"compute_{best.cc[0]}{best.cc[1]}")
-    if cc not in KNOWN_CCS and cc > max(KNOWN_CCS):
+    if cc not in KNOWN_CCS:  # newer than these facts, or never published: not a fail
         return GpuFit(cc_text or "", "unknown", "")
     return GpuFit(cc_text or "", "none", "")
 

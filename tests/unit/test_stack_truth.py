@@ -130,6 +130,16 @@ RUNS = [
         ["unknown"],
     ),
     (
+        "a cc inside the table's range but never published (10.5): unknown, not fail",
+        "2.14",
+        "cu126",
+        "580.65.06",
+        ["10.5"],
+        "warn",
+        "native",
+        ["unknown"],
+    ),
+    (
         "under MVC no PTX JIT is claimed (cc 13.0 stays unknown)",
         "2.14",
         "cu132",
