@@ -20,8 +20,8 @@ from gpudash.versions import compare, parse_version
 
 # Compute capabilities NVIDIA has published up to FACTS_DATE. A cc outside this set is said
 # "unknown to this gpudash", never a fail. Sources, row by row:
-#   3.7 .. 9.0: NVIDIA's CUDA GPUs page, https://developer.nvidia.com/cuda-gpus (compute
-#     capability table, read via the stored docs corpus 2026-12-03).
+#   2.0 .. 9.0: NVIDIA's CUDA GPUs page, https://developer.nvidia.com/cuda-gpus (compute
+#     capability table with its legacy Fermi/Kepler rows, read 2026-12-03).
 #   10.0, 10.1, 10.3, 12.0, 12.1: cuRANDDx 0.2.0 release notes ("Blackwell architectures,
 #     including SM100, SM101, SM103, SM120, and SM121"),
 #     https://docs.nvidia.com/cuda/curanddx/release_notes.html
@@ -31,6 +31,11 @@ from gpudash.versions import compare, parse_version
 #     newer sm_{107,110}", gcc-patches, https://www.mail-archive.com/gcc-patches@gcc.gnu.org/msg419655.html).
 KNOWN_CCS = frozenset(
     {
+        (2, 0),
+        (2, 1),
+        (3, 0),
+        (3, 2),
+        (3, 5),
         (3, 7),
         (5, 0),
         (5, 2),
