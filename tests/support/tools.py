@@ -3,7 +3,7 @@ for one: `require(tool)`, which fails (never skips) with one line naming the pac
 
 Why fail and not skip: a skip hides missing coverage (issue 23 item 19: on a machine without
 busybox one test failed and five skipped for the same cause). The README's test command and
-`.ci/run` install every package listed here; tests/unit/test_setup_docs.py checks that.
+`.ci/run` install every package listed here; tests/ssh/test_setup_docs.py checks that.
 """
 
 from __future__ import annotations
