@@ -117,26 +117,46 @@ def build_script(plan: ProbePlan) -> str:
             'exec 3<>"$D/q"',
             "GD_T=; command -v timeout >/dev/null 2>&1 && GD_T=1",
             '[ -n "$GD_T" ] || echo "$M:note:notimeout"',
+            # Without `timeout`, `setsid` gives each section a process group of its own (as
+            # `timeout` does), so that the kill timer and the traps stop the section's tools
+            # too, not only its shell. `set -m` cannot stand in: dash and busybox ash refuse
+            # job control without a terminal ("can't access tty"), and ssh gives none.
+            'GD_G=; [ -n "$GD_T" ] || { command -v setsid >/dev/null 2>&1 && GD_G=setsid; }',
+            '[ -n "$GD_T$GD_G" ] || echo "$M:note:nosetsid"',
             *writes,
+            # gd_stop PID: stop a section and everything it started. `timeout` passes a TERM
+            # on to its group and sends KILL 2 s later itself (-k 2). Under setsid PID leads
+            # the section's group: TERM to the group, then KILL to what is left 2 s later, as
+            # `timeout -k 2` would. `kill -SIG -PGID` (no `--`, no `-s`) is the one form that
+            # dash, bash and busybox ash all take.
+            "gd_stop() {",
+            '  [ -z "$GD_T" ] || { kill -TERM $1 2>/dev/null; return 0; }',
+            '  gd_g=$1; [ -z "$GD_G" ] || gd_g=-$1',
+            "  kill -TERM $gd_g 2>/dev/null || return 0",
+            "  sleep 2; kill -KILL $gd_g 2>/dev/null; return 0",
+            "}",
             # Without `timeout` on PATH: a kill timer in sh, checking every second whether
             # the section is still there; `.late` tells the runner it fired.
             "gd_timer() {",
             "  gd_i=0",
             "  while [ $gd_i -lt $1 ]; do sleep 1; kill -0 $2 || exit 0; gd_i=$((gd_i + 1)); done",
-            '  : >"$3"; kill -TERM $2; sleep 2; kill -KILL $2',
+            '  : >"$3"; gd_stop $2',
             "}",
             "gd_run() {",
-            # The trap before the launch: `timeout` puts the section in a process group of its
-            # own, out of reach of a kill of the script's group, so a TERM that arrived between
-            # the launch and a later trap would orphan the section and its tools. `$!` is the
-            # launched child from the moment it exists.
-            "  gd_c=; trap 'kill $gd_c $! 2>/dev/null; exit 143' TERM",
+            # The trap before the launch: `timeout` (or setsid) puts the section in a process
+            # group of its own, out of reach of a kill of the script's group, so a TERM that
+            # arrived between the launch and a later trap would orphan the section and its
+            # tools. `$!` is the launched child from the moment it exists; the timer is
+            # stopped first, so that it cannot kill a reused pid later.
+            "  gd_c=; gd_t=",
+            "  trap 'kill $gd_t 2>/dev/null; gd_stop ${gd_c:-$!}; exit 143' TERM",
             '  if [ -n "$GD_T" ]; then',
             '    echo "$GPUDASH_NONCE" | timeout -k 2 "$2" sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
             "    gd_c=$!",
             "  else",
-            '    echo "$GPUDASH_NONCE" | sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
+            '    echo "$GPUDASH_NONCE" | $GD_G sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
             '    gd_c=$!; gd_timer "$2" $gd_c "$D/$1.late" </dev/null >/dev/null 2>&1 3>&- &',
+            "    gd_t=$!",
             "  fi",
             "  wait $gd_c",
             '  gd_rc=$?; [ -e "$D/$1.late" ] && gd_rc=124',

@@ -17,6 +17,8 @@ NOTE = "@note"
 """The name of a RawSection that is a note on the host, not a section (its text says what)."""
 NOTES = {
     "notimeout": "no `timeout` on the host's PATH: sections ran under a shell kill timer",
+    "nosetsid": "no `timeout` nor `setsid` on the host's PATH: a timed-out section's shell was"
+    " stopped, but tools it started may still run",
 }
 
 

@@ -20,24 +20,38 @@ if TYPE_CHECKING:
 SCRIPT_COMMAND = "/bin/sh -s"
 
 
+def _kill_timer(n: int) -> str:
+    """A kill timer in sh for a host without `timeout`, started in the background just before
+    the command replaces its shell (`exec`, so `$$` is the command's pid).
+
+    Each second it checks that the command still runs; once `n` s are up it sends TERM, and
+    5 s later KILL, to its whole process group (`kill 0`), as `timeout -k 5` does for its
+    own: the command's children and their tools too, not only its shell. The timer is in that
+    group itself, so it takes TERM (`trap :`) and ends with the KILL. The probe's sections,
+    which run in groups of their own (setsid), are stopped by the script's TERM traps."""
+    return (
+        f"(trap : TERM; i=0; while [ $i -lt {n} ]; do sleep 1; kill -0 $$ || exit 0;"
+        " i=$((i+1)); done; kill -TERM 0; sleep 5; kill -KILL 0) </dev/null >/dev/null 2>&1 &"
+    )
+
+
 def script_command(timeout: float | None) -> str:
     """The constant exec string, with the remote-side timeout when one is asked for.
 
     Where `timeout` is not on the host's PATH (busybox without it, a minimal image), a kill
-    timer in sh stands in: it checks each second whether the script is still running and
-    stops it (TERM, then KILL 5 s later) once the time is up. The script replaces the `sh -c`
-    shell (`exec`), so `$$` is the script's pid. All of it is one single-quoted word, so a
-    login shell that is not POSIX (fish, tcsh) passes it to /bin/sh untouched; no `!`."""
+    timer in sh stands in (see `_kill_timer`).
+
+    The login shell parses this string first (OpenSSH runs `$SHELL -c COMMAND`), and it may
+    not be POSIX: everything after `/bin/sh -c` is ONE single-quoted word, which fish, tcsh
+    and POSIX shells all pass on untouched to /bin/sh, so it holds no `'`, no backslash (fish
+    reads `\\` and `\'` inside single quotes), no `!` (csh history) and no newline (csh
+    refuses one inside quotes). tests/ssh/test_login_shells.py runs it under each."""
     if timeout is None:
         return SCRIPT_COMMAND
     n = max(1, int(timeout + 0.999))
-    timer = (
-        f"(i=0; while [ $i -lt {n} ]; do sleep 1; kill -0 $$ || exit 0; i=$((i+1)); done;"
-        " kill -TERM $$; sleep 5; kill -KILL $$) </dev/null >/dev/null 2>&1 &"
-    )
     return (
         "/bin/sh -c 'command -v timeout >/dev/null 2>&1 &&"
-        f" exec timeout -k 5 {n} {SCRIPT_COMMAND}; {timer} exec {SCRIPT_COMMAND}'"
+        f" exec timeout -k 5 {n} {SCRIPT_COMMAND}; {_kill_timer(n)} exec {SCRIPT_COMMAND}'"
     )
 
 
@@ -46,14 +60,26 @@ def script_command(timeout: float | None) -> str:
 # swallowing the data behind it. The `read` builtin is bound by POSIX not to read past the
 # newline, so the script travels as ONE base64 line that this constant command reads and
 # evals; every byte after that line is left on stdin for the script's commands.
-INPUT_COMMAND = '/bin/sh -c \'IFS= read -r s && eval "$(printf %s "$s" | base64 -d)"\''
+_READ_EVAL = 'IFS= read -r s && eval "$(printf %s "$s" | base64 -d)"'
+INPUT_COMMAND = f"/bin/sh -c '{_READ_EVAL}'"
 
 
 def input_command(timeout: float | None) -> str:
-    """The constant exec string for `Transport.start_input`, with the remote-side timeout."""
+    """The constant exec string for `Transport.start_input`, with the remote-side timeout.
+
+    Under `timeout` when the host has it; otherwise under the sh kill timer of
+    `script_command`, in the shell that then reads and evals the script. The read-and-eval
+    program travels as `$0` (a second single-quoted word), so that both branches run it
+    without a quote inside a quote: what the login shell sees is still single-quoted words
+    only (see `script_command` for fish and tcsh)."""
     if timeout is None:
         return INPUT_COMMAND
-    return f"timeout -k 5 {max(1, int(timeout + 0.999))} {INPUT_COMMAND}"
+    n = max(1, int(timeout + 0.999))
+    return (
+        "/bin/sh -c 'command -v timeout >/dev/null 2>&1 &&"
+        f' exec timeout -k 5 {n} /bin/sh -c "$0"; {_kill_timer(n)} eval "$0"\''
+        f" '{_READ_EVAL}'"
+    )
 
 
 def input_script(script: str) -> bytes:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,6 +140,74 @@ def test_a_host_without_timeout_on_path_is_probed_under_a_shell_timer_and_says_s
     text = gpudash("probe", "--config", str(cfg))
     assert text.returncode == 0
     assert "no `timeout` on the host's PATH" in text.stdout
+
+
+def _hang_topology(host: FakeHost) -> str:
+    """Make `nvidia-smi topo -m` start two long sleeps (one in the background, one in the
+    foreground) and wait, as a wedged driver call does; returns the marker in their argv.
+
+    The sleeps run as a symlink to `sleep` named with the marker, so `pgrep -f` finds exactly
+    them (GNU `sleep` would refuse an extra marker argument)."""
+    marker = f"gd-orphan-{uuid.uuid4().hex[:12]}"
+    (host.bin_dir / marker).symlink_to(shutil.which("sleep") or "/bin/sleep")
+    fakegpu.install(host.bin_dir, FIXTURES / "h200-1x")
+    real = host.bin_dir / "nvidia-smi.real"
+    (host.bin_dir / "nvidia-smi").rename(real)
+    host.write_tool(
+        "nvidia-smi",
+        f'#!/bin/sh\n[ "$1" = topo ] && {{ {marker} 300 & {marker} 301; wait; }}\n'
+        f'exec {real} "$@"\n',
+    )
+    return marker
+
+
+def _survivors(marker: str, within: float = 8.0) -> list[str]:
+    """The processes whose command line holds `marker`, once they had `within` s to go."""
+    deadline = time.monotonic() + within
+    while True:
+        found = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+        left = [line for line in found.splitlines() if line.strip()]
+        if not left or time.monotonic() > deadline:
+            for line in left:  # do not leave them behind for the next test
+                subprocess.run(["kill", "-KILL", line.split()[0]], capture_output=True)
+            return left
+        time.sleep(0.2)
+
+
+def test_a_timed_out_section_without_timeout_on_path_has_its_whole_tree_stopped(
+    hostile_sshd: Sshd, tmp_path: Path
+) -> None:
+    """Where `timeout` is missing, the shell kill timer stops the section's tools, not just
+    its shell: `nvidia-smi` and both sleeps it started are gone when the probe returns."""
+    host = hostile_sshd.hosts[NO_TIMEOUT]
+    host.reset()
+    marker = _hang_topology(host)
+    cfg = config(hostile_sshd, host, tmp_path / "c.toml", section_timeout=2)
+    run = gpudash("probe", "--json", "--config", str(cfg))
+    assert run.returncode == 0, run.stdout + run.stderr
+    (result,) = json.loads(run.stdout)["hosts"]
+    assert result["sections"]["topology"]["error"] == "timed out after 2s"
+    assert _survivors(marker) == []
+
+
+def test_a_whole_probe_timeout_without_timeout_on_path_stops_every_section_tree(
+    hostile_sshd: Sshd, tmp_path: Path
+) -> None:
+    """The whole-script timer (probe_timeout, no `timeout` on PATH) stops the script, and
+    through its traps every section's tools: a hung section with a long section timeout
+    leaves nothing running on the host."""
+    host = hostile_sshd.hosts[NO_TIMEOUT]
+    host.reset()
+    marker = _hang_topology(host)
+    cfg = config(hostile_sshd, host, tmp_path / "c.toml", section_timeout=120, probe_timeout=3)
+    start = time.monotonic()
+    run = gpudash("probe", "--json", "--config", str(cfg))
+    took = time.monotonic() - start
+    assert run.returncode == 1, run.stdout + run.stderr
+    (result,) = json.loads(run.stdout)["hosts"]
+    assert result["state"] == "failed"
+    assert took < 30
+    assert _survivors(marker) == []
 
 
 # A hostile nvidia-smi: collects every 16-hex-digit string from every process's command line
