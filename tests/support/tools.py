@@ -24,6 +24,9 @@ PACKAGES: dict[str, str] = {
     "ssh-keygen": "openssh-client",
     "sshd": "openssh-server",
     "curl": "curl",
+    # non-POSIX login shells the exec strings must survive (tests/ssh/test_login_shells.py)
+    "fish": "fish",
+    "tcsh": "tcsh",
 }
 
 
