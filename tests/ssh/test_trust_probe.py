@@ -9,6 +9,7 @@ command line, environment and the script files they name cannot learn the framin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from gpudash.transport.base import RemoteProcess
+from gpudash.transport.ssh import SshPool
 from tests.support import FIXTURES, fakegpu
 from tests.support.sshd import FakeHost, Sshd
 
@@ -207,6 +210,46 @@ def test_a_whole_probe_timeout_without_timeout_on_path_stops_every_section_tree(
     (result,) = json.loads(run.stdout)["hosts"]
     assert result["state"] == "failed"
     assert took < 30
+    assert _survivors(marker) == []
+
+
+async def _drain(process: RemoteProcess) -> tuple[bytes, int | None]:
+    out = b"".join([chunk async for chunk in process.chunks()])
+    return out, await process.wait()
+
+
+@pytest.mark.parametrize("how", ["start", "start_input"])
+async def test_the_remote_kill_timer_without_timeout_stops_the_commands_whole_group(
+    hostile_sshd: Sshd, how: str
+) -> None:
+    """Any script run with a remote timeout on a host without `timeout` (a task's control
+    script, a copy's receiving end) is stopped with everything it started, as `timeout -k`
+    stops its process group: not only the script's shell."""
+    host = hostile_sshd.hosts[NO_TIMEOUT]
+    host.reset()
+    marker = f"gd-orphan-{uuid.uuid4().hex[:12]}"
+    (host.bin_dir / marker).symlink_to(shutil.which("sleep") or "/bin/sleep")
+    script = f"command -v timeout || echo no-timeout\n{marker} 300 & {marker} 301\n"
+    pool = SshPool([])
+    start = time.monotonic()
+    try:
+        transport = pool.transport(hostile_sshd.host_config(host))
+        if how == "start":
+            process = await transport.start(script, timeout=2)
+        else:
+            process = await transport.start_input(script, timeout=2)
+        try:
+            # bounded here: a timer that stopped only the shell leaves the sleeps holding
+            # the channel open for 300 s
+            out, status = await asyncio.wait_for(_drain(process), 20)
+        finally:
+            await process.close()
+    finally:
+        await pool.close()
+    took = time.monotonic() - start
+    assert out.decode().split() == ["no-timeout"]
+    assert status != 0
+    assert took < 15, f"the kill timer did not end the command ({took:.1f}s)"
     assert _survivors(marker) == []
 
 
