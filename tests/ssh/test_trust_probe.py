@@ -27,18 +27,19 @@ from gpudash.transport.ssh import SshPool
 from tests.support import FIXTURES, fakegpu
 from tests.support.sshd import FakeHost, Sshd
 
-NOLOGIN, NO_TIMEOUT = 0, 1
+NOLOGIN, NO_TIMEOUT, NO_SETSID = 0, 1, 2
 
 
-def _path_without_timeout(folder: Path) -> str:
-    """A PATH with every system command but `timeout` (symlinks), as on a minimal image."""
+def _path_without_timeout(folder: Path, *, also: tuple[str, ...] = ()) -> str:
+    """A PATH with every system command but `timeout` (and `also`) as symlinks, as on a
+    minimal image."""
     folder.mkdir(parents=True, exist_ok=True)
     for system in ("/usr/local/bin", "/usr/bin", "/bin"):
         if not os.path.isdir(system):
             continue
         for name in os.listdir(system):
             link = folder / name
-            if name != "timeout" and not os.path.lexists(link):
+            if name != "timeout" and name not in also and not os.path.lexists(link):
                 link.symlink_to(os.path.join(system, name))
     return str(folder)
 
@@ -47,10 +48,14 @@ def _path_without_timeout(folder: Path) -> str:
 def hostile_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     root = tmp_path_factory.mktemp("trust-sshd")
     bare = _path_without_timeout(root / "no-timeout-bin")
+    bare_of_setsid = _path_without_timeout(root / "no-setsid-bin", also=("setsid",))
     server = Sshd(
         root,
         host_options={NOLOGIN: ("ForceCommand /usr/sbin/nologin",)},
-        host_path={NO_TIMEOUT: f"{root}/hosts/h{NO_TIMEOUT}/bin:{bare}"},
+        host_path={
+            NO_TIMEOUT: f"{root}/hosts/h{NO_TIMEOUT}/bin:{bare}",
+            NO_SETSID: f"{root}/hosts/h{NO_SETSID}/bin:{bare_of_setsid}",
+        },
     )
     server.start()
     try:
@@ -211,6 +216,24 @@ def test_a_whole_probe_timeout_without_timeout_on_path_stops_every_section_tree(
     assert result["state"] == "failed"
     assert took < 30
     assert _survivors(marker) == []
+
+
+def test_a_host_without_timeout_nor_setsid_still_answers_and_says_tools_may_survive(
+    hostile_sshd: Sshd, tmp_path: Path
+) -> None:
+    """Without `setsid` a section cannot have a process group of its own: the kill timer
+    still ends the section (its shell), and the host's notes say that its tools may not."""
+    host = hostile_sshd.hosts[NO_SETSID]
+    host.reset()
+    marker = _hang_topology(host)
+    cfg = config(hostile_sshd, host, tmp_path / "c.toml", section_timeout=2)
+    run = gpudash("probe", "--json", "--config", str(cfg))
+    _survivors(marker, within=0)  # stops what was left (the note says it may be)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (result,) = json.loads(run.stdout)["hosts"]
+    assert result["state"] == "ready"
+    assert result["sections"]["topology"]["error"] == "timed out after 2s"
+    assert any("nor `setsid`" in note for note in result["notes"]), result["notes"]
 
 
 async def _drain(process: RemoteProcess) -> tuple[bytes, int | None]:
