@@ -12,16 +12,26 @@ a failed host with its own line, never an answered one.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
+import shutil
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpudash.transport.ssh import SshPool
-from tests.ssh.test_trust_probe import _path_without_timeout, config, gpudash
+from tests.ssh.test_trust_probe import (
+    _drain,
+    _path_without_timeout,
+    _survivors,
+    config,
+    gpudash,
+)
 from tests.support import FIXTURES, fakegpu
 from tests.support.sshd import FakeHost, Sshd
 from tests.support.tools import require
@@ -171,3 +181,29 @@ async def test_data_behind_the_script_arrives_whole_under_a_fish_or_tcsh_login_s
     first, digest = out.split("\n", 1)
     assert (first == "no-timeout") == shell.endswith("without-timeout"), out
     assert digest.split()[0] == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("shell", ["fish-without-timeout", "tcsh-without-timeout"])
+async def test_the_kill_timer_fires_under_a_fish_or_tcsh_login_shell(
+    shells_sshd: Sshd, shell: str
+) -> None:
+    """The sh kill timer (no `timeout` on PATH) still stops the command and all it started
+    when the login shell in front of it is fish or tcsh (which may keep its own process
+    group, or fork instead of exec)."""
+    host = _host(shells_sshd, SHELLS[shell])
+    marker = f"gd-orphan-{uuid.uuid4().hex[:12]}"
+    (host.bin_dir / marker).symlink_to(shutil.which("sleep") or "/bin/sleep")
+    pool = SshPool([])
+    start = time.monotonic()
+    try:
+        transport = pool.transport(shells_sshd.host_config(host))
+        process = await transport.start(f"{marker} 300 & {marker} 301\n", timeout=2)
+        try:
+            _, status = await asyncio.wait_for(_drain(process), 20)
+        finally:
+            await process.close()
+    finally:
+        await pool.close()
+    assert status != 0
+    assert time.monotonic() - start < 15
+    assert _survivors(marker) == []
