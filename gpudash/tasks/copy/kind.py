@@ -3,7 +3,10 @@ gpudash with `via = "gpudash"`: below), like `gpudash.tasks.runner.run_task`: qu
 the destination, started, the log (progress redraws in place), then exactly one end event.
 
 The transfer itself is `gpudash.tasks.copy.transfer.Copy`; this module runs it beside the cancel
-event, so a cancel stops both ends (by process group) and reports TaskCancelled.
+event, so a cancel stops both ends (by process group) and reports TaskCancelled. With
+`params.caches`, the JIT caches the source has follow as copies of their own (`with_caches`,
+`copy.caches`), told as the same one task. A model from a peer (`copy.peer`) is a run of this
+with the folder it found.
 """
 
 from __future__ import annotations
