@@ -232,6 +232,9 @@ async def with_caches(
         yield said(f"cache {cache}: not on {params.source} ({path}): skipped")
     failed: list[str] = []
     for cache, path, to in plan.copies:
+        if cancel.is_set():
+            yield ev.TaskCancelled(host, name, time.monotonic() - started)
+            return
         yield said(f"cache {cache}: {params.source}:{path} -> {to}")
         one, copy = caches.prepared_for(prepared, cache, path, to, params)
         async for event in transfer(host, transport, source, one, copy, cancel):
