@@ -113,6 +113,7 @@ def test_cache_probe_lines_become_a_plan_with_the_absent_ones_skipped():
         "present\t2\t/tmp/torchinductor_alice\n"
         "absent\t3\t~/.cache/vllm\n"
         "present\t9\t/nope\n"  # no such cache: ignored
+        "present\t1\t~/../../etc\n"  # a path that climbs: ignored (remote text)
         "garbage line\n"
     )
     dest = caches.parse("absent\t2\t/tmp/torchinductor_bob\n")

@@ -103,7 +103,7 @@ def parse(text: str) -> dict[str, Found]:
             continue
         index = int(parts[1])
         path = parts[2].strip()
-        if index >= len(CACHES) or not path.startswith(("/", "~/")) or "\n" in path:
+        if index >= len(CACHES) or not path.startswith(("/", "~/")) or ".." in path.split("/"):
             continue
         cache = CACHES[index]
         out[cache.name] = Found(cache, path, parts[0] == "present")
