@@ -122,6 +122,10 @@ def test_a_copy_with_caches_brings_each_cache_the_source_has_and_says_what_it_sk
     assert tree_of(h1.home / ".cache" / "flashinfer") == tree_of(h0.home / ".cache" / "flashinfer")
     assert tree_of(tmp1 / inductor) == tree_of(tmp0 / inductor)
     assert not (h1.home / ".triton").exists()
+    started = next(line for line in done.stdout.splitlines() if "== copy: started" in line)
+    log = Path(started.rsplit("local log ", 1)[1].rstrip(")")).read_text()
+    assert "cache vllm: not on h0 (~/.cache/vllm): skipped\n" in log  # the local log too
+    assert "caches verified: flashinfer, torch inductor\n" in log
     no_key_left(rig)
 
 

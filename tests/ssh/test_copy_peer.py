@@ -93,6 +93,9 @@ def test_a_plain_model_folder_comes_from_the_peer_verified(
     assert any(line.startswith("h1 | == model: ok (") for line in out)
     dst = h1.home / "models" / "org" / "tiny"
     assert tree_of(dst) == tree_of(h0.home / "models" / "org" / "tiny")
+    started = next(line for line in out if "== model: started" in line)
+    log = Path(started.rsplit("local log ", 1)[1].rstrip(")")).read_text()
+    assert "h0 has org/tiny as a plain folder: ~/models/org/tiny\n" in log  # the local log too
 
 
 def test_the_hf_cache_layout_comes_with_its_blobs_and_snapshot_links(

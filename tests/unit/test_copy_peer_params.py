@@ -91,6 +91,9 @@ def test_the_peer_probe_output_becomes_a_location_or_one_line_why_not():
     # a path that climbs or is relative is never taken (remote text is untrusted)
     assert peer.parse("plain\t~/../../etc\n", "h0", "org/m", "").layout == ""
     assert peer.parse("plain\tmodels/x\n", "h0", "org/m", "").layout == ""
+    assert peer.parse("plain\t~/m/\x1b[2Jx\n", "h0", "org/m", "").layout == ""
+    shown = peer.parse("none\t~/a\x1b[2J\t~/b\n", "h0", "org/m", "").why
+    assert "\x1b" not in shown and shown.endswith("and ~/b")
 
 
 def test_the_copy_of_a_found_model_lands_at_the_same_path_and_keeps_via_and_streams():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gpudash.tasks.copy.params import CopyParams
 from gpudash.tasks.prepare import Prepared
+from gpudash.text import clean_line
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ def parse(text: str) -> dict[str, Found]:
         index = int(parts[1])
         path = parts[2].strip()
         if index >= len(CACHES) or not path.startswith(("/", "~/")) or ".." in path.split("/"):
+            continue
+        if clean_line(path) != path:  # remote text: control or escape characters
             continue
         cache = CACHES[index]
         out[cache.name] = Found(cache, path, parts[0] == "present")

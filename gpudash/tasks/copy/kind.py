@@ -208,11 +208,15 @@ async def with_caches(
     stop the next; a cancel or a lost host stops all."""
     name = prepared.spec.name
     started = time.monotonic()
+    log_path = ""
 
     def said(text: str) -> ev.TaskOutput:
+        append_log(log_path, [text])
         return ev.TaskOutput(host, name, (text,), "", 0)
 
     async for event in main:
+        if isinstance(event, ev.TaskStarted):
+            log_path = event.log_path
         if not ev.is_end(event):
             yield event
             continue
@@ -259,3 +263,12 @@ async def with_caches(
         yield said(f"caches verified: {', '.join(c for c, _, _ in plan.copies)}")
     elapsed = time.monotonic() - started
     yield ev.TaskFinished(host, name, 1 if failed else 0, elapsed, False, prepared.spec.affects)
+
+
+def append_log(path: str, lines: list[str]) -> None:
+    """Lines gpudash itself adds to a run's local log after its copy wrote it (the log file
+    exists, 0600; appending keeps that); a log that cannot be written costs only the lines."""
+    if not path:
+        return
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as f:
+        f.write("".join(f"{line}\n" for line in lines))

@@ -30,8 +30,9 @@ from typing import Any
 
 from gpudash.tasks import events as ev
 from gpudash.tasks import render
-from gpudash.tasks.copy.kind import run_copy
+from gpudash.tasks.copy.kind import append_log, run_copy
 from gpudash.tasks.prepare import Prepared
+from gpudash.text import clean_line
 from gpudash.transport.base import Transport, TransportError
 
 # Prints one line: `plain TAB PATH`, `cache TAB PATH TAB SNAPSHOT`, `norev TAB PATH TAB REFS`
@@ -96,23 +97,28 @@ def parse(text: str, peer: str, repo: str, revision: str) -> Located:
         if kind == "plain" and len(rest) == 1 and _path(rest[0]):
             return Located("plain", rest[0])
         if kind == "cache" and len(rest) == 2 and _path(rest[0]):
-            return Located("cache", rest[0], rest[1])
+            return Located("cache", rest[0], clean_line(rest[1]))
         if kind == "norev" and len(rest) == 2:
-            refs = rest[1].split() or ["none"]
+            refs = clean_line(rest[1]).split() or ["none"]
             return Located(
                 "",
-                why=f"{peer} has {repo} in its Hugging Face cache ({rest[0]}) but not revision"
+                why=f"{peer} has {repo} in its Hugging Face cache ({clean_line(rest[0])}) but not"
+                " revision"
                 f" {revision or 'main'} (its refs: {', '.join(refs)})",
             )
         if kind == "none" and len(rest) == 2:
             return Located(
-                "", why=f"{peer} has no copy of {repo}: looked at {rest[0]} and {rest[1]}"
+                "",
+                why=f"{peer} has no copy of {repo}: looked at {clean_line(rest[0])} and"
+                f" {clean_line(rest[1])}",
             )
     return Located("", why=f"{peer} did not answer where {repo} is (its probe printed nothing)")
 
 
 def _path(text: str) -> bool:
-    return text.startswith(("/", "~/")) and ".." not in text.split("/")
+    """A path gpudash may copy and show: absolute or under ~, no `..`, nothing that
+    `clean_line` would change (remote text: no control or escape characters)."""
+    return text.startswith(("/", "~/")) and ".." not in text.split("/") and clean_line(text) == text
 
 
 def copy_params(model: Mapping[str, Any], found: Located) -> dict[str, Any]:
@@ -177,4 +183,5 @@ async def run_model_from_peer(
     async for event in run_copy(host, transport, copy, peer, cancel=cancel, check=False):
         yield event
         if isinstance(event, ev.TaskStarted):
+            append_log(event.log_path, lines)
             yield ev.TaskOutput(host, name, tuple(lines), "", 0)
