@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gpudash.tasks.copy.params import CopyParams
 from gpudash.tasks.prepare import Prepared
-from gpudash.text import clean_line
+from gpudash.text import clean_line, is_uint
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def parse(text: str) -> dict[str, Found]:
     out: dict[str, Found] = {}
     for line in text.splitlines():
         parts = line.split("\t", 2)
-        if len(parts) != 3 or parts[0] not in ("present", "absent") or not parts[1].isdigit():
+        if len(parts) != 3 or parts[0] not in ("present", "absent") or not is_uint(parts[1]):
             continue
         index = int(parts[1])
         path = parts[2].strip()
