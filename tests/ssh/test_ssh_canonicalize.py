@@ -1,0 +1,254 @@
+"""CanonicalizeHostname as OpenSSH does it (issue 23, item 20): the canonical name's `Host`
+block applies. Each case runs `ssh -G`, a real `ssh` and gpudash side by side, against the
+real test sshd, whose port is given only in the canonical name's block.
+
+The names need a resolver that knows them: each command runs in a user + mount namespace
+(`unshare -rm`) where a test hosts file is bind-mounted over /etc/hosts. glibc's files backend
+matches an anchored name (`gpu8.example.internal.`, which ssh looks up) only when the file
+spells it with the dot, so the file lists both spellings. The sshd runs outside, on the
+shared loopback; a bastion it serves resolves names with the real /etc/hosts, so the jump case
+follows a permitted CNAME to `localhost`, the one name both sides resolve.
+
+The configs name UserKnownHostsFile and pass `-F`: OpenSSH finds `~` in the passwd entry, not
+in the isolated $HOME the tests run under.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.sshd import FakeHost, Sshd
+
+HOSTS = (
+    "127.0.0.1 localhost\n"
+    "127.0.0.1 gpu8.example.internal gpu8.example.internal.\n"
+    "127.0.0.1 localhost gpu9.example.internal gpu9.example.internal.\n"
+)
+_IN_HOSTS = 'mount --bind "$0" /etc/hosts && exec "$@"'
+
+# gpudash's own reading of ~/.ssh/config, printed as the `ssh -G` keys it is compared on
+_RESOLVE = """
+import asyncio, json, sys
+from gpudash.transport.sshconfig import read_ssh_config
+
+async def main():
+    c = await read_ssh_config(sys.argv[1], user=None, port=None, jump=False, timeout=5)
+    get = c.config.get
+    print(json.dumps({"hostname": c.name, "port": str(get("Port", 22)),
+                      "user": get("User"), "identityfile": get("IdentityFile", [])}))
+
+asyncio.run(main())
+"""
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def ns(tmp_path: Path) -> Run:
+    """Run a command where /etc/hosts is HOSTS; fails (never skips) where this machine does
+    not allow the namespace."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text(HOSTS)
+
+    def run(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["unshare", "-rm", "sh", "-c", _IN_HOSTS, str(hosts), *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ.copy(),
+        )
+
+    try:
+        probe = run("getent", "hosts", "gpu8.example.internal.")
+    except FileNotFoundError:
+        pytest.fail("unshare is not installed: apt-get install -y util-linux", pytrace=False)
+    if probe.returncode != 0 or not probe.stdout.startswith("127.0.0.1"):
+        why = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[0]
+        pytest.fail(
+            "these tests give /etc/hosts test names in a user + mount namespace "
+            f"(`unshare -rm`), which this machine refused: {why}",
+            pytrace=False,
+        )
+    return run
+
+
+def cfg() -> str:
+    return str(Path(os.environ["HOME"]) / ".ssh" / "config")
+
+
+def write_ssh_config(sshd: Sshd, text: str) -> None:
+    ssh_dir = Path(os.environ["HOME"]) / ".ssh"
+    ssh_dir.mkdir(exist_ok=True)
+    (ssh_dir / "config").write_text(text)
+
+
+def known_hosts(sshd: Sshd, *names: str) -> Path:
+    """The test sshd's `[127.0.0.1]:port` lines plus `names` (as `[name]:port`) for its key."""
+    path = Path(os.environ["HOME"]) / ".ssh" / "known_hosts"
+    path.parent.mkdir(exist_ok=True)
+    extra = "".join(f"{name} {sshd.host_public_key}\n" for name in names)
+    path.write_text(sshd.known_hosts.read_text() + extra)
+    return path
+
+
+def ssh_g(ns: Run, alias: str) -> dict[str, object]:
+    """What `ssh -G` resolves, on the keys gpudash is compared on."""
+    run = ns("ssh", "-F", cfg(), "-G", alias)
+    assert run.returncode == 0, run.stderr
+    lines = [line.split(" ", 1) for line in run.stdout.splitlines() if " " in line]
+    first = {key: value for key, value in reversed(lines)}
+    return {
+        "hostname": first["hostname"],
+        "port": first["port"],
+        "user": first["user"],
+        "identityfile": [value for key, value in lines if key == "identityfile"],
+    }
+
+
+def gpudash_view(ns: Run, alias: str) -> dict[str, object]:
+    run = ns(sys.executable, "-c", _RESOLVE, alias)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def real_ssh(ns: Run, alias: str) -> subprocess.CompletedProcess[str]:
+    opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=5"]
+    return ns("ssh", "-F", cfg(), *opts, alias, "echo ok")
+
+
+def gpudash_probe(ns: Run, tmp_path: Path, address: str) -> subprocess.CompletedProcess[str]:
+    """`gpudash probe` of a host known only by `address`: everything else from ~/.ssh/config."""
+    config = tmp_path / "gpudash.toml"
+    config.write_text(
+        f'[hosts.{address.split(".")[0]}]\naddress = "{address}"\nconnect_timeout = 5\n'
+        'network_targets = ["http://127.0.0.1:9/"]\n'
+    )
+    return ns(sys.executable, "-m", "gpudash", "probe", "--config", str(config))
+
+
+def canonical_block(sshd: Sshd, host: FakeHost, name: str, kh: Path) -> str:
+    return (
+        f"Host {name}\n  Port {host.port}\n  User {sshd.user}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {kh}\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["yes", "always"])
+def test_the_canonical_names_block_gives_port_user_and_key_and_the_probe_answers(
+    ns: Run, sshd: Sshd, fake_host: FakeHost, tmp_path: Path, mode: str
+):
+    kh = known_hosts(sshd, f"[gpu8.example.internal]:{fake_host.port}")
+    write_ssh_config(
+        sshd,
+        f"CanonicalizeHostname {mode}\nCanonicalDomains example.net example.internal\n"
+        # the first pass's block stays in force in the second (the first value wins)
+        f"Host gpu8\n  IdentityFile {sshd.client_key}\n"
+        + canonical_block(sshd, fake_host, "gpu8.example.internal", kh)
+        # true only in the second pass, after the canonical block: its User must not win
+        + "Match canonical\n  User nosuchuser\n",
+    )
+    expected = {
+        "hostname": "gpu8.example.internal",
+        "port": str(fake_host.port),
+        "user": sshd.user,
+        "identityfile": [str(sshd.client_key)],
+    }
+    assert ssh_g(ns, "gpu8") == expected
+    assert gpudash_view(ns, "gpu8") == expected
+    real = real_ssh(ns, "gpu8")
+    assert real.stdout == "ok\n", real.stderr
+    probe = gpudash_probe(ns, tmp_path, "gpu8")
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert probe.stdout.splitlines()[-1] == "1 of 1 hosts answered"
+
+
+def test_fallback_local_no_fails_on_an_unknown_name_in_one_line_as_ssh_does(
+    ns: Run, sshd: Sshd, fake_host: FakeHost, tmp_path: Path
+):
+    kh = known_hosts(sshd)
+    write_ssh_config(
+        sshd,
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\n"
+        "CanonicalizeFallbackLocal no\n"
+        + canonical_block(sshd, fake_host, "gpu7", kh).replace("Host gpu7", "Host *"),
+    )
+    real = real_ssh(ns, "gpu7")
+    assert real.returncode == 255
+    assert real.stderr.strip() == 'ssh: Could not resolve host "gpu7"'
+    probe = gpudash_probe(ns, tmp_path, "gpu7")
+    assert probe.returncode != 0
+    line = 'gpu7: could not resolve host "gpu7" (tried gpu7.example.internal; '
+    line += "CanonicalizeFallbackLocal no)"
+    assert f"gpu7 │ FAILED   {line}" in probe.stdout.splitlines()
+    assert "Traceback" not in probe.stderr
+
+
+@pytest.mark.parametrize("max_dots", [0, 1])
+def test_a_name_with_more_dots_than_canonicalize_max_dots_is_left_as_given(
+    ns: Run, sshd: Sshd, fake_host: FakeHost, tmp_path: Path, max_dots: int
+):
+    kh = known_hosts(sshd, f"[gpu8.example.internal]:{fake_host.port}")
+    write_ssh_config(
+        sshd,
+        "CanonicalizeHostname yes\nCanonicalDomains internal\n"
+        f"CanonicalizeMaxDots {max_dots}\nIdentityFile {sshd.client_key}\nUser {sshd.user}\n"
+        + canonical_block(sshd, fake_host, "gpu8.example.internal", kh),
+    )
+    canonical = max_dots >= 1  # "gpu8.example" has one dot
+    view = ssh_g(ns, "gpu8.example")
+    assert view["hostname"] == ("gpu8.example.internal" if canonical else "gpu8.example")
+    assert view["port"] == (str(fake_host.port) if canonical else "22")
+    assert gpudash_view(ns, "gpu8.example") == view
+    real = real_ssh(ns, "gpu8.example")
+    probe = gpudash_probe(ns, tmp_path, "gpu8.example")
+    if canonical:
+        assert real.stdout == "ok\n", real.stderr
+        assert probe.returncode == 0, probe.stdout + probe.stderr
+    else:  # not canonicalized: the name as given does not resolve, for either
+        assert "Could not resolve hostname gpu8.example" in real.stderr
+        assert probe.returncode != 0
+        assert "gpu8: DNS name gpu8.example does not resolve" in probe.stdout
+
+
+@pytest.mark.parametrize("mode", ["yes", "always"])
+def test_a_proxy_jump_target_is_canonicalized_only_under_always(
+    ns: Run, sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, mode: str
+):
+    target, bastion = fake_hosts[0], fake_hosts[1]
+    kh = known_hosts(sshd, f"[localhost]:{target.port}")
+    write_ssh_config(
+        sshd,
+        f"CanonicalizeHostname {mode}\nCanonicalDomains example.internal\n"
+        "CanonicalizePermittedCNAMEs *.example.internal:localhost\n"
+        f"IdentityFile {sshd.client_key}\nUser {sshd.user}\n"
+        "Host gpu9\n  ProxyJump bastion\n"
+        f"Host bastion\n  HostName 127.0.0.1\n  Port {bastion.port}\n  User {sshd.user}\n"
+        f"  UserKnownHostsFile {kh}\n" + canonical_block(sshd, target, "localhost", kh),
+        # gpu9.example.internal is an alias of localhost in the test hosts file
+    )
+    always = mode == "always"
+    view = ssh_g(ns, "gpu9")
+    assert view["hostname"] == ("localhost" if always else "gpu9")
+    assert view["port"] == (str(target.port) if always else "22")
+    # gpudash reads the ProxyJump line itself: jump=False in _RESOLVE is gpudash's own `jump`
+    assert gpudash_view(ns, "gpu9") == view
+    since = sshd.log_offset()
+    real = real_ssh(ns, "gpu9")
+    probe = gpudash_probe(ns, tmp_path, "gpu9")
+    if always:
+        assert real.stdout == "ok\n", real.stderr
+        assert probe.returncode == 0, probe.stdout + probe.stderr
+        assert probe.stdout.splitlines()[-1] == "1 of 1 hosts answered"
+    else:  # the bastion is asked for gpu9 itself, a name only this side knows
+        assert real.returncode == 255 and probe.returncode != 0
+        log = sshd.log.read_bytes()[since:].decode(errors="replace")
+        asked = [line for line in log.splitlines() if line.startswith("connect_to gpu9: ")]
+        assert len(asked) >= 2, log[-2000:]  # once by ssh, at least once by gpudash
