@@ -94,7 +94,7 @@ def match_pattern_list(string: str, patterns: str) -> int:
     positive = 0
     for sub in patterns.split(","):
         negated = sub.startswith("!")
-        sub = sub[1:] if negated else sub
+        sub = (sub[1:] if negated else sub).lower()  # dolower: the pattern, not the string
         regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in sub)
         if re.fullmatch(regex, string, re.DOTALL):
             if negated:

@@ -39,7 +39,8 @@ import asyncio, json, sys
 from gpudash.transport.sshconfig import read_ssh_config
 
 async def main():
-    c = await read_ssh_config(sys.argv[1], user=None, port=None, jump=False, timeout=5)
+    jump = sys.argv[2:] == ["jump"]
+    c = await read_ssh_config(sys.argv[1], user=None, port=None, jump=jump, timeout=5)
     get = c.config.get
     print(json.dumps({"hostname": c.name, "port": str(get("Port", 22)),
                       "user": get("User"), "identityfile": get("IdentityFile", [])}))
@@ -99,9 +100,9 @@ def known_hosts(sshd: Sshd, *names: str) -> Path:
     return path
 
 
-def ssh_g(ns: Run, alias: str) -> dict[str, object]:
+def ssh_g(ns: Run, *args: str) -> dict[str, object]:
     """What `ssh -G` resolves, on the keys gpudash is compared on."""
-    run = ns("ssh", "-F", cfg(), "-G", alias)
+    run = ns("ssh", "-F", cfg(), "-G", *args)
     assert run.returncode == 0, run.stderr
     lines = [line.split(" ", 1) for line in run.stdout.splitlines() if " " in line]
     first = {key: value for key, value in reversed(lines)}
@@ -109,29 +110,38 @@ def ssh_g(ns: Run, alias: str) -> dict[str, object]:
         "hostname": first["hostname"],
         "port": first["port"],
         "user": first["user"],
-        "identityfile": [value for key, value in lines if key == "identityfile"],
+        # ssh adds ~/.ssh/id_* when the config names no key (gpudash leaves that to asyncssh)
+        "identityfile": [
+            value
+            for key, value in lines
+            if key == "identityfile" and not value.startswith("~/.ssh/id_")
+        ],
     }
 
 
-def gpudash_view(ns: Run, alias: str) -> dict[str, object]:
-    run = ns(sys.executable, "-c", _RESOLVE, alias)
+def gpudash_view(ns: Run, alias: str, *, jump: bool = False) -> dict[str, object]:
+    run = ns(sys.executable, "-c", _RESOLVE, alias, *(["jump"] if jump else []))
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
 
 
-def real_ssh(ns: Run, alias: str) -> subprocess.CompletedProcess[str]:
+def real_ssh(ns: Run, *args: str) -> subprocess.CompletedProcess[str]:
     opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=5"]
-    return ns("ssh", "-F", cfg(), *opts, alias, "echo ok")
+    return ns("ssh", "-F", cfg(), *opts, *args, "echo ok")
 
 
-def gpudash_probe(ns: Run, tmp_path: Path, address: str) -> subprocess.CompletedProcess[str]:
-    """`gpudash probe` of a host known only by `address`: everything else from ~/.ssh/config."""
+def gpudash_probe(
+    ns: Run, tmp_path: Path, address: str, *, more: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`gpudash probe` of a host known only by `address`: everything else from ~/.ssh/config
+    (`more`: lines added to its table, and tables of other hosts, which are not probed)."""
+    name = address.split(".")[0]
     config = tmp_path / "gpudash.toml"
     config.write_text(
-        f'[hosts.{address.split(".")[0]}]\naddress = "{address}"\nconnect_timeout = 5\n'
-        'network_targets = ["http://127.0.0.1:9/"]\n'
+        f'[hosts.{name}]\naddress = "{address}"\nconnect_timeout = 5\n'
+        f'network_targets = ["http://127.0.0.1:9/"]\n{more}'
     )
-    return ns(sys.executable, "-m", "gpudash", "probe", "--config", str(config))
+    return ns(sys.executable, "-m", "gpudash", "probe", "--config", str(config), name)
 
 
 def canonical_block(sshd: Sshd, host: FakeHost, name: str, kh: Path) -> str:
@@ -218,9 +228,10 @@ def test_a_name_with_more_dots_than_canonicalize_max_dots_is_left_as_given(
         assert "gpu8: DNS name gpu8.example does not resolve" in probe.stdout
 
 
+@pytest.mark.parametrize("via", ["ProxyJump", "gpudash jump"])
 @pytest.mark.parametrize("mode", ["yes", "always"])
-def test_a_proxy_jump_target_is_canonicalized_only_under_always(
-    ns: Run, sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, mode: str
+def test_a_jump_target_is_canonicalized_only_under_always(
+    ns: Run, sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, mode: str, via: str
 ):
     target, bastion = fake_hosts[0], fake_hosts[1]
     kh = known_hosts(sshd, f"[localhost]:{target.port}")
@@ -229,20 +240,24 @@ def test_a_proxy_jump_target_is_canonicalized_only_under_always(
         f"CanonicalizeHostname {mode}\nCanonicalDomains example.internal\n"
         "CanonicalizePermittedCNAMEs *.example.internal:localhost\n"
         f"IdentityFile {sshd.client_key}\nUser {sshd.user}\n"
-        "Host gpu9\n  ProxyJump bastion\n"
-        f"Host bastion\n  HostName 127.0.0.1\n  Port {bastion.port}\n  User {sshd.user}\n"
-        f"  UserKnownHostsFile {kh}\n" + canonical_block(sshd, target, "localhost", kh),
+        + ("Host gpu9\n  ProxyJump bastion\n" if via == "ProxyJump" else "")
+        + f"Host bastion\n  HostName 127.0.0.1\n  Port {bastion.port}\n  User {sshd.user}\n"
+        f"  UserKnownHostsFile {kh}\n"
         # gpu9.example.internal is an alias of localhost in the test hosts file
+         + canonical_block(sshd, target, "localhost", kh),
     )
+    # gpudash's `jump` is `ssh -J`; a bastion that is a gpudash host of its own
+    gpudash_jump = via == "gpudash jump"
+    j = ["-J", "bastion"] if gpudash_jump else []
+    more = 'jump = "bastion"\n' + sshd.host_toml(bastion, "bastion") if gpudash_jump else ""
     always = mode == "always"
-    view = ssh_g(ns, "gpu9")
+    view = ssh_g(ns, *j, "gpu9")
     assert view["hostname"] == ("localhost" if always else "gpu9")
     assert view["port"] == (str(target.port) if always else "22")
-    # gpudash reads the ProxyJump line itself: jump=False in _RESOLVE is gpudash's own `jump`
-    assert gpudash_view(ns, "gpu9") == view
+    assert gpudash_view(ns, "gpu9", jump=gpudash_jump) == view
     since = sshd.log_offset()
-    real = real_ssh(ns, "gpu9")
-    probe = gpudash_probe(ns, tmp_path, "gpu9")
+    real = real_ssh(ns, *j, "gpu9")
+    probe = gpudash_probe(ns, tmp_path, "gpu9", more=more)
     if always:
         assert real.stdout == "ok\n", real.stderr
         assert probe.returncode == 0, probe.stdout + probe.stderr
@@ -252,3 +267,83 @@ def test_a_proxy_jump_target_is_canonicalized_only_under_always(
         log = sshd.log.read_bytes()[since:].decode(errors="replace")
         asked = [line for line in log.splitlines() if line.startswith("connect_to gpu9: ")]
         assert len(asked) >= 2, log[-2000:]  # once by ssh, at least once by gpudash
+
+
+# Each: (the name given, ~/.ssh/config with {key} and {port}); gpudash must resolve what
+# `ssh -G` resolves. `Host` lines after canonicalization match the canonical name, tokens
+# expand with it, `Match originalhost` still sees the name as given, `Match final` asks for
+# the second pass even under `CanonicalizeHostname no`.
+AGREE = {
+    "match originalhost in the second pass": (
+        "gpu8",
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\nUser u\n"
+        "Match canonical originalhost gpu8\n  Port {port}\n  IdentityFile {key}\n",
+    ),
+    "an anchored name is resolved as it is": (
+        "gpu8.example.internal.",
+        "CanonicalizeHostname yes\nCanonicalDomains nowhere.test\nUser u\n"
+        "Host gpu8.example.internal\n  Port {port}\n",
+    ),
+    "a name in capitals is lowercased": (
+        "GPU8",
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\nUser u\n"
+        "Host gpu8.example.internal\n  Port {port}\n",
+    ),
+    "match final without canonicalization": (
+        "gpu8",
+        "User u\nHost gpu8\n  HostName gpu8.example.internal\n"
+        "Match final host gpu8.example.internal\n  Port {port}\n",
+    ),
+    "a second pass matches HostName when nothing was canonicalized": (
+        "gpu-alias",
+        "CanonicalizeHostname yes\nCanonicalDomains nowhere.test\nUser u\n"
+        "Host gpu-alias\n  HostName Box.Example.Internal\n"
+        "Host box.example.internal\n  Port {port}\n",
+    ),
+    "a CNAME is followed only where a rule permits it": (
+        "gpu9",
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\nUser u\n"
+        "CanonicalizePermittedCNAMEs *.example.internal:*.example.com\n"
+        "Host gpu9.example.internal\n  Port {port}\n",
+    ),
+    "a permitted CNAME is followed": (
+        "gpu9",
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\nUser u\n"
+        "CanonicalizePermittedCNAMEs *.example.internal:localhost,*.example.com\n"
+        "Host localhost\n  Port {port}\n",
+    ),
+    "the first pass's Port wins over the canonical block's": (
+        "gpu8",
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\nUser u\n"
+        "Host gpu8\n  Port 2222\nHost gpu8.example.internal\n  Port {port}\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(AGREE))
+def test_gpudash_resolves_what_ssh_g_resolves(ns: Run, sshd: Sshd, case: str):
+    name, text = AGREE[case]
+    write_ssh_config(sshd, text.format(key=sshd.client_key, port=4242))
+    view = ssh_g(ns, name)
+    assert gpudash_view(ns, name) == view
+    assert view["port"] == ("2222" if "2222" in text else "4242")  # the case did what it says
+
+
+def test_tokens_in_identity_file_expand_with_the_canonical_name(
+    ns: Run, sshd: Sshd, fake_host: FakeHost
+):
+    kh = known_hosts(sshd, f"[gpu8.example.internal]:{fake_host.port}")
+    write_ssh_config(
+        sshd,
+        "CanonicalizeHostname yes\nCanonicalDomains example.internal\n"
+        "IdentityFile /keys/%h-%n\n"
+        + canonical_block(sshd, fake_host, "gpu8.example.internal", kh),
+    )
+    # `ssh -G` prints IdentityFile unexpanded; the real ssh expands it when it loads the keys,
+    # with the final host name (%h) and the name as given (%n)
+    assert ssh_g(ns, "gpu8")["identityfile"] == ["/keys/%h-%n"]
+    real = real_ssh(ns, "-v", "gpu8")
+    assert "debug1: identity file /keys/gpu8.example.internal-gpu8 type -1" in real.stderr
+    view = gpudash_view(ns, "gpu8")
+    assert view["identityfile"] == ["/keys/gpu8.example.internal-gpu8"]
+    assert view["port"] == str(fake_host.port)
