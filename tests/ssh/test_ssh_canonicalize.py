@@ -228,7 +228,7 @@ def test_a_name_with_more_dots_than_canonicalize_max_dots_is_left_as_given(
         assert "gpu8: DNS name gpu8.example does not resolve" in probe.stdout
 
 
-@pytest.mark.parametrize("via", ["ProxyJump", "gpudash jump"])
+@pytest.mark.parametrize("via", ["ProxyJump", "ProxyCommand", "gpudash jump"])
 @pytest.mark.parametrize("mode", ["yes", "always"])
 def test_a_jump_target_is_canonicalized_only_under_always(
     ns: Run, sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path, mode: str, via: str
@@ -240,7 +240,11 @@ def test_a_jump_target_is_canonicalized_only_under_always(
         f"CanonicalizeHostname {mode}\nCanonicalDomains example.internal\n"
         "CanonicalizePermittedCNAMEs *.example.internal:localhost\n"
         f"IdentityFile {sshd.client_key}\nUser {sshd.user}\n"
-        + ("Host gpu9\n  ProxyJump bastion\n" if via == "ProxyJump" else "")
+        + {
+            "ProxyJump": "Host gpu9\n  ProxyJump bastion\n",
+            # OpenSSH's own `ssh -W`; %h and %p are the final (canonical) name's
+            "ProxyCommand": f"Host gpu9\n  ProxyCommand ssh -F {cfg()} -W %h:%p bastion\n",
+        }.get(via, "")
         + f"Host bastion\n  HostName 127.0.0.1\n  Port {bastion.port}\n  User {sshd.user}\n"
         f"  UserKnownHostsFile {kh}\n"
         # gpu9.example.internal is an alias of localhost in the test hosts file
