@@ -205,7 +205,6 @@ class SshTransport(Transport):
                 # (sshconfig.py); the options are built up front to learn what it resolved
                 # (the known_hosts files, the reason lines), and connect() builds on them
                 # without reading the file again.
-                started = asyncio.get_running_loop().time()
                 ssh_config = await read_ssh_config(
                     host.address,
                     user=host.user,
@@ -213,9 +212,8 @@ class SshTransport(Transport):
                     jump=tunnel is not None,
                     timeout=host.connect_timeout,
                 )
-                if budget:  # the lookups spent part of connect_timeout
-                    spent = asyncio.get_running_loop().time() - started
-                    budget = options["connect_timeout"] = max(budget - spent, 0.1)
+                if budget and ssh_config.lookup_s:  # canonicalization's lookups spent some
+                    budget = options["connect_timeout"] = max(budget - ssh_config.lookup_s, 0.1)
                 skipped = _identities(host, options, ssh_config.config)
                 resolved = await connection_options(ssh_config, **options)
                 where = Endpoint(resolved.username, resolved.host, resolved.port)

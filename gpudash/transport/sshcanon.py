@@ -149,6 +149,7 @@ class Lookup:
     def __init__(self, canon: Canon, timeout: float | None) -> None:
         self.canon = canon
         self.timeout = timeout
+        self.spent = 0.0  # seconds in lookups, taken out of the connect budget
         loop = asyncio.get_running_loop()
         self._deadline = loop.time() + timeout if timeout else None
 
@@ -164,10 +165,13 @@ class Lookup:
             type=socket.SOCK_STREAM,
             flags=socket.AI_CANONNAME,
         )
+        started = loop.time()
         try:
             infos = await asyncio.wait_for(call, left)
         except asyncio.TimeoutError:
             raise asyncio.TimeoutError(f"resolving {name} did not finish") from None
+        finally:
+            self.spent += loop.time() - started
         cname = infos[0][3] if infos else ""
         if not cname or domain_problem(cname):  # ssh.c resolve_host ignores a bad CNAME
             return ""

@@ -55,6 +55,7 @@ class SshConfig:
 
     config: SSHClientConfig
     name: str
+    lookup_s: float = 0.0  # spent resolving names: part of the host's connect_timeout
 
 
 class _FirstPass(SSHClientConfig):
@@ -151,13 +152,14 @@ async def read_ssh_config(
     canon = _canon(first)
     given = str(first.get("Hostname") or address)  # asyncssh expanded HostName's %h
     direct = not jump and first.get("ProxyCommand") is None and first.get("ProxyJump") is None
-    name = await canonicalize(given, canon, Lookup(canon, timeout), direct=direct)
+    lookup = Lookup(canon, timeout)
+    name = await canonicalize(given, canon, lookup, direct=direct)
     if canon.mode == "no" and not first.has_match_final():
         first.finish(name)
-        return SshConfig(first, name)
+        return SshConfig(first, name, lookup.spent)
     final = await loop.run_in_executor(None, _load, _FinalPass, first, (True, True), *args, name)
     final.finish()
-    return SshConfig(final, name)
+    return SshConfig(final, name, lookup.spent)
 
 
 async def connection_options(ssh_config: SshConfig, **kwargs: Any) -> Any:
