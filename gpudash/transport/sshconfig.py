@@ -155,6 +155,10 @@ async def read_ssh_config(
     lookup = Lookup(canon, timeout)
     name = await canonicalize(given, canon, lookup, direct=direct)
     if canon.mode == "no" and not first.has_match_final():
+        # No second pass: a name ssh would only lowercase keeps its case, as before, because
+        # asyncssh matches known_hosts entries case-sensitively (OpenSSH does not) and
+        # gpudash's accept-new recorded names as written
+        name = given if name == given.lower() else name
         first.finish(name)
         return SshConfig(first, name, lookup.spent)
     final = await loop.run_in_executor(None, _load, _FinalPass, first, (True, True), *args, name)
