@@ -120,7 +120,7 @@ def numeric_address(name: str, canon: Canon) -> str | None:
             0,
             socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
         )
-    except (OSError, UnicodeError):
+    except (OSError, ValueError):  # not an address; ValueError: IDNA, an embedded NUL
         return None
     if len(infos) != 1:
         return None

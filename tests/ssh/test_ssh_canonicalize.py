@@ -316,6 +316,10 @@ AGREE = {
         "CanonicalizePermittedCNAMEs *.example.internal:localhost,*.example.com\n"
         "Host localhost\n  Port {port}\n",
     ),
+    "an address is written out in full and matched so": (
+        "127.1",
+        "CanonicalizeHostname yes\nUser u\nHost 127.0.0.1\n  Port {port}\n",
+    ),
     "the first pass's Port wins over the canonical block's": (
         "gpu8",
         "CanonicalizeHostname yes\nCanonicalDomains example.internal\nUser u\n"
