@@ -13,17 +13,25 @@ a ProxyJump or ProxyCommand will resolve under `yes` (OpenSSH only under `always
 follows a CNAME for a name it did not canonicalize, and gpudash read ~/.ssh/config before it
 ran, so the canonical name's `Host` block never applied ("connection refused by gpu8:22").
 
-Lookups run off the event loop (loop.getaddrinfo, in the default executor), each bounded by
-what is left of the host's connect_timeout.
+Lookups run off the event loop, each bounded by what is left of the host's connect_timeout.
+They run in daemon threads of their own, not in asyncio's default executor: a lookup the
+resolver never answers keeps its thread for the resolver's own timeout (30 s with
+`options timeout:30`), and asyncio.run() waits for the default executor's threads before the
+command may exit (measured: the failure line at 2 s, the exit at 30 s).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import socket
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+_LOOKUP_THREADS = threading.BoundedSemaphore(32)  # lookups at once, process-wide
 
 
 class ResolveError(Exception):
@@ -158,7 +166,7 @@ class Lookup:
         raises socket.gaierror when `name` does not resolve, TimeoutError past the deadline."""
         loop = asyncio.get_running_loop()
         left = None if self._deadline is None else max(self._deadline - loop.time(), 0.01)
-        call = loop.getaddrinfo(
+        call = _getaddrinfo(
             name,
             self.canon.port,
             family=self.canon.family,
@@ -176,6 +184,34 @@ class Lookup:
         if not cname or domain_problem(cname):  # ssh.c resolve_host ignores a bad CNAME
             return ""
         return cname[:-1] if cname.endswith(".") else cname  # valid_domain drops the dot
+
+
+def _getaddrinfo(*args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+    """socket.getaddrinfo in a daemon thread; the future gets its result or its exception.
+    A caller that stopped waiting (timed out, cancelled) leaves the thread to finish alone."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        result, error = None, None
+        with _LOOKUP_THREADS:
+            try:
+                result = socket.getaddrinfo(*args, **kwargs)
+            except Exception as exc:  # handed to the awaiting task
+                error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="gpudash-getaddrinfo", daemon=True).start()
+    return future
 
 
 async def canonicalize(name: str, canon: Canon, lookup: Lookup, *, direct: bool) -> str:

@@ -9,6 +9,9 @@ spells it with the dot, so the file lists both spellings. The sshd runs outside,
 shared loopback; a bastion it serves resolves names with the real /etc/hosts, so the jump case
 follows a permitted CNAME to `localhost`, the one name both sides resolve.
 
+A resolver that never answers gets a network namespace of its own (`unshare -rmn`), where a
+socket bound to 127.0.0.1:53 takes the queries and drops them.
+
 The configs name UserKnownHostsFile and pass `-F`: OpenSSH finds `~` in the passwd entry, not
 in the isolated $HOME the tests run under.
 """
@@ -19,12 +22,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.support.sshd import FakeHost, Sshd
+from tests.support.tools import require
 
 HOSTS = (
     "127.0.0.1 localhost\n"
@@ -85,7 +90,7 @@ def cfg() -> str:
     return str(Path(os.environ["HOME"]) / ".ssh" / "config")
 
 
-def write_ssh_config(sshd: Sshd, text: str) -> None:
+def write_ssh_config(text: str) -> None:
     ssh_dir = Path(os.environ["HOME"]) / ".ssh"
     ssh_dir.mkdir(exist_ok=True)
     (ssh_dir / "config").write_text(text)
@@ -157,7 +162,6 @@ def test_the_canonical_names_block_gives_port_user_and_key_and_the_probe_answers
 ):
     kh = known_hosts(sshd, f"[gpu8.example.internal]:{fake_host.port}")
     write_ssh_config(
-        sshd,
         f"CanonicalizeHostname {mode}\nCanonicalDomains example.net example.internal\n"
         # the first pass's block stays in force in the second (the first value wins)
         f"Host gpu8\n  IdentityFile {sshd.client_key}\n"
@@ -185,7 +189,6 @@ def test_fallback_local_no_fails_on_an_unknown_name_in_one_line_as_ssh_does(
 ):
     kh = known_hosts(sshd)
     write_ssh_config(
-        sshd,
         "CanonicalizeHostname yes\nCanonicalDomains example.internal\n"
         "CanonicalizeFallbackLocal no\n"
         + canonical_block(sshd, fake_host, "gpu7", kh).replace("Host gpu7", "Host *"),
@@ -207,7 +210,6 @@ def test_a_name_with_more_dots_than_canonicalize_max_dots_is_left_as_given(
 ):
     kh = known_hosts(sshd, f"[gpu8.example.internal]:{fake_host.port}")
     write_ssh_config(
-        sshd,
         "CanonicalizeHostname yes\nCanonicalDomains internal\n"
         f"CanonicalizeMaxDots {max_dots}\nIdentityFile {sshd.client_key}\nUser {sshd.user}\n"
         + canonical_block(sshd, fake_host, "gpu8.example.internal", kh),
@@ -236,7 +238,6 @@ def test_a_jump_target_is_canonicalized_only_under_always(
     target, bastion = fake_hosts[0], fake_hosts[1]
     kh = known_hosts(sshd, f"[localhost]:{target.port}")
     write_ssh_config(
-        sshd,
         f"CanonicalizeHostname {mode}\nCanonicalDomains example.internal\n"
         "CanonicalizePermittedCNAMEs *.example.internal:localhost\n"
         f"IdentityFile {sshd.client_key}\nUser {sshd.user}\n"
@@ -331,7 +332,7 @@ AGREE = {
 @pytest.mark.parametrize("case", list(AGREE))
 def test_gpudash_resolves_what_ssh_g_resolves(ns: Run, sshd: Sshd, case: str):
     name, text = AGREE[case]
-    write_ssh_config(sshd, text.format(key=sshd.client_key, port=4242))
+    write_ssh_config(text.format(key=sshd.client_key, port=4242))
     view = ssh_g(ns, name)
     assert gpudash_view(ns, name) == view
     assert view["port"] == ("2222" if "2222" in text else "4242")  # the case did what it says
@@ -342,7 +343,6 @@ def test_tokens_in_identity_file_expand_with_the_canonical_name(
 ):
     kh = known_hosts(sshd, f"[gpu8.example.internal]:{fake_host.port}")
     write_ssh_config(
-        sshd,
         "CanonicalizeHostname yes\nCanonicalDomains example.internal\n"
         "IdentityFile /keys/%h-%n\n"
         + canonical_block(sshd, fake_host, "gpu8.example.internal", kh),
@@ -355,3 +355,48 @@ def test_tokens_in_identity_file_expand_with_the_canonical_name(
     view = gpudash_view(ns, "gpu8")
     assert view["identityfile"] == ["/keys/gpu8.example.internal-gpu8"]
     assert view["port"] == str(fake_host.port)
+
+
+# In a network namespace of its own: a resolver at 127.0.0.1:53 that takes queries and never
+# answers (the wrapper binds the port and holds it unread while the command runs)
+_SILENT_DNS = """
+import socket, subprocess, sys
+dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dns.bind(("127.0.0.1", 53))
+sys.exit(subprocess.run(sys.argv[1:]).returncode)
+"""
+_IN_DNS = (
+    'ip link set lo up && mount --bind "$0" /etc/resolv.conf && '
+    'mount --bind "$1" /etc/nsswitch.conf || exit 97; shift; exec "$@"'
+)
+
+
+def test_a_resolver_that_never_answers_fails_the_host_at_its_connect_timeout(tmp_path: Path):
+    require("ip")
+    (tmp_path / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:30 attempts:1\n")
+    (tmp_path / "nsswitch.conf").write_text("hosts: dns\n")
+    write_ssh_config("CanonicalizeHostname yes\nCanonicalDomains example.internal\n")
+    config = tmp_path / "gpudash.toml"
+    config.write_text(
+        '[hosts.gpu8]\naddress = "gpu8"\nconnect_timeout = 2\n'
+        'network_targets = ["http://127.0.0.1:9/"]\n'
+    )
+    files = [str(tmp_path / "resolv.conf"), str(tmp_path / "nsswitch.conf")]
+    dns = [sys.executable, "-c", _SILENT_DNS]
+    gpudash = [sys.executable, "-m", "gpudash", "probe", "--config", str(config)]
+    started = time.monotonic()
+    run = subprocess.run(
+        ["unshare", "-rmn", "sh", "-c", _IN_DNS, *files, *dns, *gpudash],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ.copy(),
+    )
+    elapsed = time.monotonic() - started
+    if run.returncode == 97:
+        pytest.fail(f"no network namespace with a test resolver here: {run.stderr}", pytrace=False)
+    line = "gpu8: connect timed out after 2s (gpu8:22): resolving gpu8.example.internal. "
+    assert f"gpu8 │ FAILED   {line}did not finish" in run.stdout.splitlines(), run.stdout
+    assert run.returncode == 1
+    # the lookup's thread, stuck for the resolver's 30 s, does not hold the exit
+    assert elapsed < 10, elapsed
