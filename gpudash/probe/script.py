@@ -1,6 +1,7 @@
 """Build the one POSIX `sh` script that probes a host in one round trip.
 
-Every section runs at once in the background, each under its own `timeout`, writing to its
+Every section runs at once in the background, each under its own `timeout` (where the host
+has none, a kill timer in sh that stops the section's own process group), writing to its
 own file; when one finishes it writes its name to a FIFO, and the foreground loop prints that
 section framed by nonce-carrying markers. Results therefore stream in the order sections
 finish: the first panel fills after one connect plus the fastest section.
