@@ -182,6 +182,49 @@ fwd() {
         -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
         -p "$port" -l "$user" "$addr" "$verb" "$@" || { : > "$J/fwd.dead"; return 1; }
 }
+# VERB's stream from stdin into HANDLER; on a fan-out hop (next hops in "$@") the stream goes
+# on to the next host as it arrives (tee -p keeps feeding the one output that still reads
+# when the other fails), and this end waits for the next.
+relay() {
+    verb=$1 handler=$2
+    shift 2
+    mkdir -p "$S" || exit 3
+    [ ! -e "$J/fwd.dead" ] || set --
+    [ $# -gt 0 ] || { $handler; exit $?; }
+    f="$J/fwd.$$"
+    rm -f "$f" && mkfifo "$f" || exit 3
+    fwd "$verb" "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
+    tee -p "$f" 2>/dev/null | $handler
+    rc=$?
+    wait
+    rm -f "$f"
+    exit $rc
+}
+untar() { tar -xpf - --no-same-owner -C "$S"; }
+# The tree's directories (one relative path a line), made before the streams start: tars
+# extracting side by side into a directory none of them has made yet race in GNU tar (the
+# loser's mkdir finds it made, and it reports "Cannot open: No such file or directory").
+# Made without their modes: those come with the directories' tar at the end (a read-only
+# directory must stay writable until its files are in).
+skeleton() {
+    while IFS= read -r p; do
+        safe "$p" || return 3
+        mkdir -p "$S/$p" || return 4
+    done
+}
+# Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE PATH`, then
+# exactly LEN bytes (dd's count_bytes reads no further), until the stream ends.
+land() {
+    while IFS= read -r hdr; do
+        off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
+        mode=${rest%%"	"*}; p=${rest#*"	"}
+        case "$off$len$mode" in *[!0-9]* | "") return 3 ;; esac
+        safe "$p" || return 3
+        mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || return 3
+        dd of="$S/$p" bs=1M seek="$off" count="$len" iflag=fullblock,count_bytes conv=notrunc status=none || return 4
+        chmod "$mode" "$S/$p" || return 4
+    done
+}
 set -f
 set -- $SSH_ORIGINAL_COMMAND
 case "$1" in
@@ -213,43 +256,17 @@ prune)
 base)
     if [ -d "$S" ]; then echo partial; elif [ -d "$GPUDASH_TO" ]; then echo final; else echo none; fi
     ;;
+mkdirs)
+    shift
+    relay mkdirs skeleton "$@"
+    ;;
 recv)
     shift
-    mkdir -p "$S" || exit 3
-    [ ! -e "$J/fwd.dead" ] || set --
-    [ $# -gt 0 ] || exec tar -xpf - --no-same-owner -C "$S"
-    # A fan-out hop: the stream goes on to the next host as it arrives (tee -p keeps feeding
-    # the one output that still reads when the other fails); this end waits for the next.
-    f="$J/fwd.$$"
-    rm -f "$f" && mkfifo "$f" || exit 3
-    fwd recv "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
-    tee -p "$f" 2>/dev/null | tar -xpf - --no-same-owner -C "$S"
-    rc=$?
-    wait
-    rm -f "$f"
-    exit $rc
+    relay recv untar "$@"
     ;;
-part)
+parts)
     shift
-    IFS= read -r hdr || exit 3
-    off=${hdr%%"	"*}; rest=${hdr#*"	"}; mode=${rest%%"	"*}; p=${rest#*"	"}
-    case "$off$mode" in *[!0-9]* | "") exit 3 ;; esac
-    safe "$p" || exit 3
-    mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || exit 3
-    [ ! -e "$J/fwd.dead" ] || set --
-    if [ $# -gt 0 ]; then
-        f="$J/fwd.$$"
-        rm -f "$f" && mkfifo "$f" || exit 3
-        { printf '%s\n' "$hdr"; cat "$f"; } | fwd part "$@" > /dev/null 2>> "$J/fwd.err" &
-        tee -p "$f" 2>/dev/null | dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none
-        rc=$?
-        wait
-        rm -f "$f"
-        [ $rc -eq 0 ] || exit 4
-    else
-        dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none || exit 4
-    fi
-    chmod "$mode" "$S/$p"
+    relay parts land "$@"
     ;;
 ping)
     ;;
@@ -420,27 +437,51 @@ fi
 TOTAL=$(awk -F '\t' '{ s += $1 } END { printf "%.0f", s }' "$W/send")
 FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
 
-# The plan: each stream's tar list and byte ranges, biggest first to the least loaded.
+# The plan: each stream's tar list and byte ranges, biggest first to the least loaded. A big
+# file's ranges are dealt range by range across the big files (the first range of each, then
+# the second...), so with as many big files as streams each stream writes one file from start
+# to end: ranges of one file written by several streams at once contend for its inode's lock
+# on the destination (and scatter its blocks).
 N=$GPUDASH_STREAMS
 CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
 awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
     -v n="$N" -v chunk="$CHUNK" -v dir="$W" '
     function least(   w, b) { b = 0; for (w = 1; w < n; w++) if (load[w] < load[b]) b = w; return b }
-    {
-        if ($2 == "f" && n > 1 && $1 + 0 > chunk) {
-            for (off = 0; off < $1 + 0; off += chunk) {
-                w = least(); left = $1 - off; load[w] += (left < chunk ? left : chunk)
-                printf "%d\t%d\t%s\t%s\n", off / 1048576, chunk / 1048576, $3, $4 > (dir "/parts." w)
-            }
-        } else {
-            w = least(); load[w] += $1 + 512
-            print "./" $4 > (dir "/list." w)
+    function flush(   k, b, w) {
+        for (k = 1; k <= most; k++) for (b = 1; b <= nb; b++) if (k <= np[b]) {
+            w = least(); load[w] += len[b, k]; print line[b, k] > (dir "/parts." w)
         }
-    }'
+        nb = 0; most = 0
+    }
+    $2 == "f" && n > 1 && $1 + 0 > chunk {
+        nb++; np[nb] = 0
+        for (off = 0; off < $1 + 0; off += chunk) {
+            left = $1 - off; l = (left < chunk ? left : chunk); k = ++np[nb]; len[nb, k] = l
+            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s", off / 1048576, chunk / 1048576, l, $3, $4)
+        }
+        if (np[nb] > most) most = np[nb]
+        next
+    }
+    {
+        if (nb) flush()
+        w = least(); load[w] += $1 + 512
+        print "./" $4 > (dir "/list." w)
+    }
+    END { if (nb) flush() }'
 awk -F '\t' '$2 == "d" { print "./" $4 }' "$W/send" > "$W/dirs"
 echo "sending $FILES files ($(human "$TOTAL"))"
+awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
+if [ -s "$W/skel" ]; then
+    remote 600 mkdirs $HOPS < "$W/skel" 2> "$W/err" || fail "directories: $(said "$W/err")"
+fi
 
-# One stream: its tar (progress: a dot per 100 records of 10 KiB), then its byte ranges.
+# One stream: its tar (progress: a dot per 100 records of 10 KiB), then its byte ranges, all
+# in one session (`parts`: each range a header line `OFF_MIB LEN MODE PATH`, then LEN bytes):
+# one ssh handshake per range cost more than the ranges' bytes on a busy host (16 ranges of
+# 64 MiB over 4 streams: 5.3 s against 2.2 s for the same bytes as 4 plain streams, measured
+# in the rig 2026-12-03). A source file that shrank meanwhile sends fewer bytes than its
+# header says: the receiving end then misreads and fails, or the manifests differ; never a
+# false success.
 stream() {
     w=$1
     if [ -s "$W/list.$w" ]; then
@@ -449,12 +490,12 @@ stream() {
     fi
     [ -s "$W/parts.$w" ] || return 0
     k=0
-    while IFS="$TAB" read -r off count mode path; do
+    while IFS="$TAB" read -r off count len mode path; do
         k=$((k + 1))
-        { printf '%s\t%s\t%s\n' "$off" "$mode" "$path"
-          dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k"
-        } | remote 0 part $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
-    done < "$W/parts.$w"
+        printf '%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$path"
+        dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k" \
+            || { echo fail > "$W/failed.$w"; exit 1; }
+    done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
 }
 done_bytes() {
     d=$(cat "$W"/dots.* 2>/dev/null | wc -c)
