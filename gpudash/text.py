@@ -67,3 +67,9 @@ def _caret(ch: str) -> str:
 def decode(data: bytes) -> str:
     """Bytes from a host as text: invalid UTF-8 becomes U+FFFD, never an exception."""
     return data.decode("utf-8", errors="replace")
+
+
+def is_uint(text: str) -> bool:
+    """ASCII digits only: `str.isdigit` is also true for '¹' or '٣', which `int` refuses (or
+    reads as a number no tool printed), so a hostile host's superscript crashed a parser."""
+    return text.isascii() and text.isdigit()

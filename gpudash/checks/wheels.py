@@ -26,6 +26,7 @@ from gpudash.checks.stack import (
     min_driver,
     suggest_fix,
 )
+from gpudash.text import is_uint
 from gpudash.versions import local_cuda, parse_version, short
 
 FLASHINFER = ("flashinfer-python", "flashinfer", "flashinfer-jit-cache", "flashinfer-cubin")
@@ -304,7 +305,7 @@ def _compiled(fit: GpuFit, cuda: tuple[int, int] | None) -> GpuFit:
     if cuda is None or fit.how not in ("sass", "sass_compat"):
         return fit
     digits = fit.matched.removeprefix("sm_").rstrip("af")
-    cc = (int(digits[:-1]), int(digits[-1])) if digits.isdigit() and len(digits) >= 2 else None
+    cc = (int(digits[:-1]), int(digits[-1])) if is_uint(digits) and len(digits) >= 2 else None
     if cc is not None and can_target(cuda, cc)[0] is False:
         return GpuFit(fit.cc, "none", "")
     return fit

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from gpudash.config.lines import KeyPath, quote
 from gpudash.files import MiB, RefusedFile, check_regular
+from gpudash.text import is_uint
 
 
 class Invalid(ValueError):
@@ -211,7 +212,7 @@ def jump(value: object) -> str | None:
         raise Invalid(f"expected one host as [user@]host[:port], got {show(checked)}")
     host = checked.rpartition("@")[2]
     name, colon, port = host.rpartition(":")
-    if colon and port.isdigit() and ":" not in name and not 1 <= int(port) <= 65535:
+    if colon and is_uint(port) and ":" not in name and not 1 <= int(port) <= 65535:
         raise Invalid(f"port must be between 1 and 65535, got {port}")
     if not host or host.startswith(":"):
         raise Invalid(f"no host in {show(checked)}")

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from gpudash.probe.kernel_log import bus_key
-from gpudash.text import clean_line
+from gpudash.text import clean_line, is_uint
 
 # PCI class codes (PCI Code and ID Assignment Specification): 0x0300 VGA, 0x0302 3D controller
 # (data-center GPUs), 0x0680 "other bridge" (NVIDIA's NVSwitch on HGX boards).
@@ -157,7 +157,7 @@ def parse_shm_kib(df: str) -> int | None:
     """`df -Pk /dev/shm`: the size column of its one data row, in KiB."""
     for line in df.split("\n")[1:3]:
         fields = line.split()
-        if len(fields) >= 6 and fields[1].isdigit():
+        if len(fields) >= 6 and is_uint(fields[1]):
             return int(fields[1])
     return None
 
@@ -167,4 +167,4 @@ def parse_memlock(text: str) -> tuple[bool, int | None]:
     value = text.strip().split("\n")[0].strip() if text.strip() else ""
     if value == "unlimited":
         return True, None
-    return False, int(value) if value.isdigit() and len(value) < 19 else None
+    return False, int(value) if is_uint(value) and len(value) < 19 else None

@@ -5,7 +5,8 @@
 
 A task whose need did not succeed is blocked, never run; each host runs its own sequence, so a
 slow or failing host delays only itself. One task on one host is `gpudash.tasks.runner`'s (a
-copy, which gpudash streams itself, is `gpudash.tasks.copy.kind`'s).
+copy, which gpudash streams itself, is `gpudash.tasks.copy.kind`'s; a model copied from a
+peer, `gpudash.tasks.copy.peer`'s).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from gpudash.aio import merge
 from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
 from gpudash.tasks.copy.kind import run_copy
+from gpudash.tasks.copy.peer import run_model_from_peer
 from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
@@ -111,6 +113,8 @@ async def run_on_host(
         if spec.kind == "copy":
             group = (groups or {}).get(task)
             stream = run_copy(name, transport, prepared, peer, cancel=cancel, group=group)
+        elif spec.kind == "model" and spec.params.get("from"):  # a copy from a peer
+            stream = run_model_from_peer(name, transport, prepared, peer, cancel=cancel)
         else:
             stream = run_task(
                 name, transport, prepared, cancel=cancel, root=root, keep_attached=keep_attached

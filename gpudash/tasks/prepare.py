@@ -274,5 +274,19 @@ def prepare(
     script = render.task_script(env, body, paths=paths)
     if spec.kind == "copy":  # gpudash streams it: show what each end runs
         script = copy_preview(spec.params)
+        if spec.params.get("caches"):
+            script += (
+                "# then, caches = true: each JIT cache the source has (FlashInfer, Triton, torch"
+                " inductor, vLLM;\n# gpudash/tasks/copy/caches.py) as its own verified copy\n"
+            )
+    if spec.kind == "model" and spec.params.get("from"):  # gpudash/tasks/copy/peer.py
+        source = spec.params.get("from")
+        script = (
+            f"# model {spec.params.get('repo')}: copied from {source} (params.from), not"
+            f" downloaded\n# on {source}: the folder {params.get('dir')}/REPO, else the Hugging"
+            " Face cache's models--ORG--NAME\n"
+            "# then the copy task's verified copy of that folder to the same place here\n"
+        )
+        notes.append(f"copied from {spec.params.get('from')}, not downloaded")
     check = render.check_script(env, spec.check, paths=paths) if spec.check else None
     return Prepared(spec, script, check, secrets, files, tuple(notes))

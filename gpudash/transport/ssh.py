@@ -11,7 +11,8 @@ Why it looks the way it does (measured pitfalls, see shared/research/remote-exec
 - a jump host is opened once and passed as `tunnel=` to every target behind it: a string
   tunnel (or ProxyJump from ~/.ssh/config) would open a new bastion connection per target;
 - only options the HostConfig sets are passed, so ~/.ssh/config (Hostname, User, Port,
-  IdentityFile, ProxyJump, UserKnownHostsFile) and the ssh-agent keep working.
+  IdentityFile, ProxyJump, UserKnownHostsFile) and the ssh-agent keep working; the file is
+  read as ssh(1) reads it, CanonicalizeHostname and its second pass included (sshconfig.py).
 
 Warnings (host key not verified under `host_key_policy = "insecure"`) are data, not output:
 they collect in `SshTransport.warnings`, once per transport. The core never prints.
@@ -43,6 +44,8 @@ from gpudash.transport.handshake import connect_retrying
 from gpudash.transport.hostkeys import HostKeyCheck, known_hosts_tokens
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.slots import Slots
+from gpudash.transport.sshcanon import ResolveError
+from gpudash.transport.sshconfig import connection_options, read_ssh_config
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
 from gpudash.transport.sshkeys import existing_identities
 from gpudash.transport.sshprocess import SshProcess
@@ -82,20 +85,18 @@ def _cpu_has_aes() -> bool:
     return False
 
 
-async def _identities(host: SshHost, options: dict[str, Any]) -> tuple[str, ...]:
+def _identities(host: SshHost, options: dict[str, Any], ssh_config: Any) -> tuple[str, ...]:
     """Set `client_keys` in `options` to the identity files that exist (the host's
-    identity_file, else ~/.ssh/config's IdentityFile lines), as OpenSSH skips a missing one
-    (sshkeys.py); returns the missing ones. Left unset when neither names a file: asyncssh
-    then offers the agent's keys and ~/.ssh/id_*, as ssh(1) does."""
+    identity_file, else ~/.ssh/config's IdentityFile lines, both passes: sshconfig.py), as
+    OpenSSH skips a missing one (sshkeys.py); returns the missing ones. Left unset when
+    neither names a file: asyncssh then offers the agent's keys and ~/.ssh/id_*, as ssh(1)
+    does."""
     wanted: Iterable[str] = host.identity_files
     from_config = not wanted
     # A bastion given as `user@host:port` borrowed the target's identity_file; like `ssh -J`,
     # its own IdentityFile lines in ~/.ssh/config come first (README, OpenSSH compatibility).
-    if from_config or isinstance(host, JumpSpec):  # read without loading any key
-        bare = await asyncssh.SSHClientConnectionOptions.construct(
-            config=(), **options, client_keys=None
-        )
-        own = bare.config.get("IdentityFile", ()) or ()
+    if from_config or isinstance(host, JumpSpec):
+        own = ssh_config.get("IdentityFile", ()) or ()
         if own or from_config:
             wanted, from_config = own, True
     if not wanted:
@@ -197,13 +198,24 @@ class SshTransport(Transport):
             options["username"] = host.user
         where = Endpoint(host.user, host.address, host.port or 22)
         skipped: tuple[str, ...] = ()
+        budget = host.connect_timeout
         async with self.pool.handshakes:
             try:
-                # Built up front to learn what ~/.ssh/config resolved (the known_hosts
-                # files, the reason lines); connect() builds on it. config=() loads
-                # ~/.ssh/config as connect() does: the options class defaults to none.
-                skipped = await _identities(host, options)
-                resolved = await asyncssh.SSHClientConnectionOptions.construct(config=(), **options)
+                # ~/.ssh/config in ssh(1)'s two passes with hostname canonicalization
+                # (sshconfig.py); the options are built up front to learn what it resolved
+                # (the known_hosts files, the reason lines), and connect() builds on them
+                # without reading the file again.
+                ssh_config = await read_ssh_config(
+                    host.address,
+                    user=host.user,
+                    port=host.port,
+                    jump=tunnel is not None,
+                    timeout=host.connect_timeout,
+                )
+                if budget and ssh_config.lookup_s:  # canonicalization's lookups spent some
+                    budget = options["connect_timeout"] = max(budget - ssh_config.lookup_s, 0.1)
+                skipped = _identities(host, options, ssh_config.config)
+                resolved = await connection_options(ssh_config, **options)
                 where = Endpoint(resolved.username, resolved.host, resolved.port)
                 check.configure(
                     resolved.config,
@@ -223,7 +235,7 @@ class SshTransport(Transport):
                 if tunnel is None and proxy is None:
                     extra["sock"] = self.pool.take_early(host.name, resolved)
                 conn = await connect_retrying(  # again after a MaxStartups drop
-                    host.connect_timeout,
+                    budget,
                     proxy=proxy,
                     running=self._proxies,
                     **options,
@@ -237,6 +249,8 @@ class SshTransport(Transport):
                 if skipped:  # say which key files were not there (ssh -v: "no such identity")
                     failure = _Failure(f"{failure.reason} (not found: {', '.join(skipped)})")
                 raise failure from exc
+            except ResolveError as exc:  # ssh(1) stops on the name here too
+                raise _Failure(str(exc)) from exc
             except Exception as exc:
                 raise self._failure(exc, where, check) from exc
         check.commit()

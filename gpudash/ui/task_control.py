@@ -18,6 +18,7 @@ from rich.text import Text
 
 from gpudash.tasks import events as ev
 from gpudash.tasks import fleet_run, runner
+from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
 from gpudash.tasks.prepare import Facts, configured_secrets
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
 from gpudash.ui.messages import TaskEvent
@@ -92,13 +93,16 @@ class TaskControl:
         return run is not None and run.active
 
     def launch(self, task: str, hosts: list[str], specs: Mapping[str, TaskSpec]) -> None:
-        """Run `task` and its needs on each host, each host in its own worker."""
-        for config in self.app.fleet.hosts(hosts):
+        """Run `task` and its needs on each host, each host in its own worker; a direct copy
+        to several marked hosts is one fan-out (fed once by its source), as on the CLI."""
+        configs = list(self.app.fleet.hosts(hosts))
+        groups = copy_groups(specs, order(specs, [task]), [c.name for c in configs])
+        for config in configs:
             cancel = asyncio.Event()
             for name in order(specs, [task]):
                 self._cancels[(config.name, name)] = cancel
             self.app.run_worker(
-                self._run(config, specs, task, cancel),
+                self._run(config, specs, task, cancel, groups),
                 name=f"task {task} on {config.name}",
                 group=f"task:{config.name}",
                 description=f"Running {task} on {config.name}",
@@ -106,7 +110,12 @@ class TaskControl:
             )
 
     async def _run(
-        self, host: HostConfig, specs: Mapping[str, TaskSpec], task: str, cancel: asyncio.Event
+        self,
+        host: HostConfig,
+        specs: Mapping[str, TaskSpec],
+        task: str,
+        cancel: asyncio.Event,
+        groups: Mapping[str, CopyGroup],
     ) -> None:
         try:
             transport = self.app.fleet.transport(host)
@@ -118,11 +127,15 @@ class TaskControl:
                 cancel=cancel,
                 facts=self._facts(host.name),
                 peer=fleet_run.fleet_peer(self.app.fleet),  # a copy's source host
+                groups=groups,
             ):
                 self.app.post_message(TaskEvent(event))
         except Exception as exc:  # a bug costs this run, never the app
             reason = f"internal error: {type(exc).__name__}: {exc}"
             self.app.post_message(TaskEvent(ev.TaskLost(host.name, task, reason)))
+        finally:  # a host that never reached its copy (a need failed) must not hold the rest
+            for group in groups.values():
+                group.withdraw(host.name)
 
     def cancel(self, host: str, task: str) -> None:
         """Stop the run (the core kills its process group on the host) and what was queued

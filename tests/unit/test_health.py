@@ -251,3 +251,14 @@ def test_the_real_h200_comes_out_healthy(kind: str, capsys: pytest.CaptureFixtur
     mine = [f for f in found if f["code"].startswith("health.")]
     assert [(f["code"], f["severity"]) for f in mine] == [("health.ok", "ok")]
     assert "1 GPU(s), kernel log (dmesg)" in mine[0]["title"]
+
+
+def test_a_superscript_or_arabic_digit_is_no_number_to_any_parser() -> None:
+    """`'¹'.isdigit()` is true but `int('¹')` raises: a host printing it once crashed the
+    health parser (found by the totality test above)."""
+    from gpudash.probe.hostfacts import parse_memlock, parse_shm_kib
+
+    assert parse_memlock("¹\n") == (False, None)
+    assert parse_memlock("٣٤\n") == (False, None)
+    assert parse_memlock("64\n") == (False, 64)
+    assert parse_shm_kib("Filesystem 1024-blocks\ntmpfs ²² 0 1 0% /dev/shm\n") is None

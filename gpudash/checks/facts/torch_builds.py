@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpudash.text import is_uint
+
 
 @dataclass(frozen=True)
 class TorchBuild:
@@ -101,7 +103,7 @@ TORCH_BUILDS: tuple[TorchBuild, ...] = (
 
 
 def release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split(".") if p.isdigit())
+    return tuple(int(p) for p in release.split(".") if is_uint(p))
 
 
 def releases() -> list[str]:

@@ -29,7 +29,7 @@ from gpudash.probe.hostfacts import (
 from gpudash.probe.kernel_log import XidEvent, parse_kernel_log
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth, parse_smi_q
-from gpudash.text import clean_line
+from gpudash.text import clean_line, is_uint
 
 NAME = "health"
 TIMEOUT = 15.0
@@ -270,7 +270,7 @@ def _denied(line: str) -> bool:
 
 
 def _int(values: list[str], i: int) -> int | None:
-    return int(values[i]) if len(values) > i and values[i].isdigit() else None
+    return int(values[i]) if len(values) > i and is_uint(values[i]) else None
 
 
 def summary(data: Health) -> str:

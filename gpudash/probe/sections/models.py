@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.sections.env import VENV_SH
-from gpudash.text import clean_line
+from gpudash.text import clean_line, is_uint
 from gpudash.units import human_bytes
 
 NAME = "models"
@@ -263,7 +263,7 @@ def _df_line(line: str) -> tuple[str, int, int, str] | None:
     tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(line)]
     for i in range(1, len(tokens) - 4):
         (_, a), (_, b), (_, c), (_, pct), (at, mount) = tokens[i : i + 5]
-        numbers = a.isdigit() and b.isdigit() and c.isdigit() and a.isascii() and c.isascii()
+        numbers = is_uint(a) and is_uint(b) and is_uint(c)
         if numbers and _PERCENT.fullmatch(pct) and mount.startswith("/"):
             return line[: tokens[i][0]].strip(), int(a), int(c), line[at:]
     return None

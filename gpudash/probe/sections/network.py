@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpudash.probe.parts import Part, text_of
-from gpudash.text import clean_line
+from gpudash.text import clean_line, is_uint
 
 NAME = "network"
 TIMEOUT = 15.0  # DNS and HTTP each bounded by 5 s, run in parallel across targets
@@ -195,7 +195,7 @@ def _target(text: str) -> Target:
     elif "wget" in rec:
         code = _int(rec["wget"][0])
         w = rec["wget"]
-        if len(w) >= 3 and w[1].isdigit() and w[2].isdigit() and len(w[1]) > 12:
+        if len(w) >= 3 and is_uint(w[1]) and is_uint(w[2]) and len(w[1]) > 12:
             latency = round((int(w[2]) - int(w[1])) / 1e6, 1)
         m = re.search(r"HTTP/[\d.]+\s+(\d{3})", " ".join(rec.get("status", [])))
         status = int(m.group(1)) if m else None

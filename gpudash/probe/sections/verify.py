@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpudash.probe.parts import Part
 from gpudash.probe.verify import MAX_BYTES, VerifyResult, parse_verify
+from gpudash.text import is_uint
 
 NAME = "verify"
 TIMEOUT = 5.0
@@ -49,7 +50,7 @@ class VerifySection:
 def parse(parts: Mapping[str, Part]) -> VerifySection:
     clock = parts.get("clock")
     text = clock.text.strip() if clock is not None and clock.ok else ""
-    host_now = float(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+    host_now = float(text) if is_uint(text) and len(text) <= 12 else None
     part = parts.get("result")
     if part is None:
         return VerifySection(None, host_now, ("no result part",), looked=False)

@@ -3,18 +3,23 @@ gpudash with `via = "gpudash"`: below), like `gpudash.tasks.runner.run_task`: qu
 the destination, started, the log (progress redraws in place), then exactly one end event.
 
 The transfer itself is `gpudash.tasks.copy.transfer.Copy`; this module runs it beside the cancel
-event, so a cancel stops both ends (by process group) and reports TaskCancelled.
+event, so a cancel stops both ends (by process group) and reports TaskCancelled. With
+`params.caches`, the JIT caches the source has follow as copies of their own (`with_caches`,
+`copy.caches`), told as the same one task. A model from a peer (`copy.peer`) is a run of this
+with the folder it found.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from gpudash.tasks import events as ev
+from gpudash.tasks.copy import caches
 from gpudash.tasks.copy.params import CopyParams
 from gpudash.tasks.copy.transfer import Copy
 from gpudash.tasks.jobs import new_run_id
@@ -91,6 +96,26 @@ async def _run_copy(
     if ended is not None:
         yield ended
         return
+    stream = transfer(host, transport, source, prepared, params, cancel, group)
+    if params.caches:
+        stream = with_caches(host, transport, source, prepared, params, cancel, stream)
+    async for event in stream:
+        yield event
+
+
+async def transfer(
+    host: str,
+    transport: Transport,
+    source: Transport,
+    prepared: Prepared,
+    params: CopyParams,
+    cancel: asyncio.Event,
+    group: CopyGroup | None = None,
+) -> AsyncIterator[ev.TaskEvent]:
+    """One copy, source -> `host`, after the checks: TaskStarted, its log, one end event (a
+    direct copy may end before it starts: blocked, or its destination job refused)."""
+    spec = prepared.spec
+    name = spec.name
     if params.via == "direct":
         from gpudash.tasks.copy.direct import DirectCopy
 
@@ -166,3 +191,84 @@ async def _run_copy(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await work
         log.close()
+
+
+async def with_caches(
+    host: str,
+    transport: Transport,
+    source: Transport,
+    prepared: Prepared,
+    params: CopyParams,
+    cancel: asyncio.Event,
+    main: AsyncIterator[ev.TaskEvent],
+) -> AsyncIterator[ev.TaskEvent]:
+    """The main copy, then each JIT cache the source has (`copy.caches`) as its own verified
+    copy, told as ONE task: the caches' starts become log lines, and the one end is ok only
+    when the main copy and every cache the source has verified. A cache that failed does not
+    stop the next; a cancel or a lost host stops all."""
+    name = prepared.spec.name
+    started = time.monotonic()
+    log_path = ""
+
+    def said(text: str) -> ev.TaskOutput:
+        append_log(log_path, [text])
+        return ev.TaskOutput(host, name, (text,), "", 0)
+
+    async for event in main:
+        if isinstance(event, ev.TaskStarted):
+            log_path = event.log_path
+        if not ev.is_end(event):
+            yield event
+            continue
+        if not ev.succeeded(event):
+            yield event
+            return
+    try:
+        found = []
+        for transport_ in (source, transport):
+            out, _ = await transport_.output(caches.PROBE, timeout=30)
+            found.append(caches.parse(out.decode(errors="replace")))
+    except TransportError as exc:
+        yield ev.TaskLost(host, name, exc.reason)
+        return
+    plan = caches.plan(found[0], found[1])
+    for cache, path in plan.skipped:
+        yield said(f"cache {cache}: not on {params.source} ({path}): skipped")
+    failed: list[str] = []
+    for cache, path, to in plan.copies:
+        if cancel.is_set():
+            yield ev.TaskCancelled(host, name, time.monotonic() - started)
+            return
+        yield said(f"cache {cache}: {params.source}:{path} -> {to}")
+        one, copy = caches.prepared_for(prepared, cache, path, to, params)
+        async for event in transfer(host, transport, source, one, copy, cancel):
+            event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
+            if isinstance(event, ev.TaskStarted):
+                yield said(f"cache {cache}: started (run {event.run}; local log {event.log_path})")
+            elif isinstance(event, (ev.TaskCancelled, ev.TaskLost, ev.TaskDetached)):
+                yield event
+                return
+            elif isinstance(event, ev.TaskBlocked):
+                yield said(f"cache {cache}: not copied: {event.reason}")
+                failed.append(cache)
+            elif isinstance(event, ev.TaskFinished):
+                if not event.ok:
+                    failed.append(cache)
+                yield said(f"cache {cache}: {'verified' if event.ok else 'FAILED'}")
+            elif not ev.is_end(event):
+                yield event
+    if failed:
+        yield said(f"caches not copied: {', '.join(failed)}")
+    elif plan.copies:
+        yield said(f"caches verified: {', '.join(c for c, _, _ in plan.copies)}")
+    elapsed = time.monotonic() - started
+    yield ev.TaskFinished(host, name, 1 if failed else 0, elapsed, False, prepared.spec.affects)
+
+
+def append_log(path: str, lines: list[str]) -> None:
+    """Lines gpudash itself adds to a run's local log after its copy wrote it (the log file
+    exists, 0600; appending keeps that); a log that cannot be written costs only the lines."""
+    if not path:
+        return
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as f:
+        f.write("".join(f"{line}\n" for line in lines))

@@ -36,6 +36,8 @@ class CopyParams:
     """The address the destination sees the source connect from; "" = the source's route."""
     fanout: bool = True
     """Many destinations in one run are fed as a chain (`copy.fanout`); False: each alone."""
+    caches: bool = False
+    """Also copy the JIT caches the source has (`copy.caches`), each its own verified copy."""
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> CopyParams:
@@ -50,6 +52,7 @@ class CopyParams:
             _int(params.get("chunk_mb"), 256),
             str(params.get("source_address") or ""),
             params.get("fanout") is not False,
+            params.get("caches") is True,
         )
 
 
@@ -59,10 +62,13 @@ def _int(value: object, default: int) -> int:
 
 def check_hosts(tasks: Mapping[str, TaskSpec], hosts: Iterable[str], report: Report) -> None:
     """Report `tasks.NAME.params.from` when it names no host of the config, and `sudo`
-    (which a copy would otherwise silently not use)."""
+    (which a copy would otherwise silently not use); for a copy, and for a model task that
+    copies from a peer (`params.from` set) instead of downloading."""
     names = list(hosts)
     for name, spec in tasks.items():
-        if spec.kind != "copy":
+        if spec.kind not in ("copy", "model"):
+            continue
+        if spec.kind == "model" and not spec.params.get("from"):
             continue
         if spec.sudo:
             report(

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from gpudash.aio import deadline
 from gpudash.tasks.copy import scripts as cs
 from gpudash.tasks.copy.params import CopyParams
+from gpudash.text import is_uint
 from gpudash.transport.base import RemoteProcess, Transport, TransportError
 
 PROGRESS_EVERY_S = 0.25
@@ -290,7 +291,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _digits(words: list[str], index: int) -> str:
-    return words[index] if len(words) > index and words[index].isdigit() else ""
+    return words[index] if len(words) > index and is_uint(words[index]) else ""
 
 
 def _progress(done: int, total: int, elapsed: float) -> str:

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from gpudash.model import SectionResult
+from gpudash.text import is_uint
 from gpudash.ui import keys
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, legend, link, remote
@@ -26,7 +27,7 @@ from gpudash.ui.widgets.grid import Column, Grid
 def _short(label: str) -> str:
     """'GPU3' -> 'G3', 'NIC10' -> 'N10': the header must stay as narrow as 'NV18'."""
     for long, short in (("GPU", "G"), ("NIC", "N")):
-        if label.startswith(long) and label[len(long) :].isdigit():
+        if label.startswith(long) and is_uint(label[len(long) :]):
             return short + label[len(long) :]
     return label
 
