@@ -17,6 +17,7 @@ import pytest
 
 from tests.rig.test_copy_direct import gpudash, no_key_left, tree_of
 from tests.support.netrig import NetRig
+from tests.support.tools import require
 
 LIMIT = 2.0  # MiB/s, each way, on gpudash's own link
 BIG_MIB = 96  # direct: through gpudash this would need >= 48 s
@@ -57,6 +58,7 @@ def timed(rig: NetRig, text: str, tmp: Path) -> tuple[subprocess.CompletedProces
 
 @pytest.fixture
 def slow_client(netrig_factory) -> NetRig:
+    require("tc")
     rig = netrig_factory(2)
     if rig.mode != "netns":
         pytest.fail(f"a client link limit needs namespaced hosts: {rig.fallback}")

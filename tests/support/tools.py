@@ -24,6 +24,8 @@ PACKAGES: dict[str, str] = {
     "ssh-keygen": "openssh-client",
     "sshd": "openssh-server",
     "curl": "curl",
+    "tc": "iproute2",
+    "openssl": "openssl",
 }
 
 

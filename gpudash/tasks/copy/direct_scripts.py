@@ -13,8 +13,9 @@ one. The source job removes its private key on exit (and `jobs.launch` clears `f
 
 The manifest is one line per entry, `PATH TAB TYPE TAB MODE TAB SIZE TAB SHA256 TAB LINK`,
 sorted bytewise (LC_ALL=C) on both hosts, so "identical" is `cmp` and the differences are
-`comm`. Names with a tab, newline or backslash are refused up front (they would need an
-escaping that `find -printf` and `sha256sum` do not share); `via = "gpudash"` copies them.
+`comm`. Names with a tab, newline, carriage return or backslash are refused up front (they
+would need an escaping that `find -printf` and `sha256sum` do not share: coreutils 9 escapes
+a carriage return too, and its file's line would then carry no digest on either host); `via = "gpudash"` copies them.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from __future__ import annotations
 # from column 67 either way). Same digest, so the same verification, only sooner.
 MANIFEST_FN = r"""
 hasher() {
-    [ -z "$SHA" ] || return 0
-    SHA=sha256sum
-    printf abc | openssl dgst -sha256 -r 2>/dev/null \
-        | grep -q '^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad ' \
-        && SHA="openssl dgst -sha256 -r"
+    if [ -z "$SHA" ]; then
+        SHA=sha256sum
+        printf abc | openssl dgst -sha256 -r 2>/dev/null \
+            | grep -q '^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad ' \
+            && SHA="openssl dgst -sha256 -r"
+    fi
     HASHERS=${GPUDASH_HASHERS:-$(nproc 2>/dev/null || echo 2)}
     [ "$HASHERS" -ge 1 ] 2>/dev/null || HASHERS=2
     [ "$HASHERS" -le 16 ] || HASHERS=16
@@ -49,9 +51,13 @@ manifest() {
       { find . -type f -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 1 $SHA --
         find . -type f ! -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 8 $SHA --
       } | cat > "$2.sha" || exit 5
-      awk -F '\t' -v OFS='\t' '
+      # A file that got no digest (unreadable, gone, or a name the hasher escaped) gets this
+      # manifest's own random mark: it can never match the other host's line, so such a copy
+      # is never taken as verified (an empty field on both hosts would have matched).
+      salt=$(od -An -N8 -tx8 /dev/urandom 2>/dev/null | tr -d ' ')
+      awk -F '\t' -v OFS='\t' -v salt="unhashed-${salt:-$$-$(date +%s%N)}" '
           FNR == NR { n = substr($0, 67); sub(/^\.\//, "", n); sha[n] = substr($0, 1, 64); next }
-          $2 == "f" { $5 = sha[$1] }
+          $2 == "f" { $5 = sha[$1]; if (length($5) != 64) $5 = salt }
           { print }' "$2.sha" "$2.list" | LC_ALL=C sort > "$2" || exit 6
       rm -f "$2.list" "$2.sha" )
 }
@@ -372,9 +378,9 @@ done
 tar --version 2>/dev/null | grep -q 'GNU tar' || fail "the source's tar is not GNU tar"
 [ -d "$GPUDASH_PATH" ] || fail "no directory $GPUDASH_PATH on the source host"
 cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
-NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t')
-bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
-[ -z "$bad" ] || fail "a name with a tab, newline or backslash ($bad): copy it with via = \"gpudash\""
+NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t'); RET=$(printf '\r')
+bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name "*$RET*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
+[ -z "$bad" ] || fail "a name with a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
 rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
 if [ -n "$GPUDASH_SEND_ONLY" ]; then
     echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
