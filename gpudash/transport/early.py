@@ -34,7 +34,7 @@ def open_early(hosts: Iterable[_Host], limit: int) -> dict[str, socket.socket]:
     for host in hosts:
         if len(early) >= limit:
             break
-        family = _literal_family(host.address)
+        family = literal_family(host.address)
         if host.transport != "ssh" or host.jump or family is None:
             continue
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -61,7 +61,7 @@ def connected(sock: socket.socket, address: str, port: int) -> socket.socket | N
     return None
 
 
-def _literal_family(address: str) -> int | None:
+def literal_family(address: str) -> int | None:
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             socket.inet_pton(family, address)
@@ -72,7 +72,7 @@ def _literal_family(address: str) -> int | None:
 
 
 def _same_address(a: str, b: str) -> bool:
-    family = _literal_family(a)
-    if family is None or family != _literal_family(b):
+    family = literal_family(a)
+    if family is None or family != literal_family(b):
         return False
     return socket.inet_pton(family, a) == socket.inet_pton(family, b)

@@ -39,12 +39,12 @@ from gpudash.transport.base import (
     input_script,
     script_command,
 )
-from gpudash.transport.early import connected
+from gpudash.transport.early import connected, literal_family
 from gpudash.transport.handshake import connect_retrying
 from gpudash.transport.hostkeys import HostKeyCheck, known_hosts_tokens
 from gpudash.transport.reasons import Endpoint, describe
 from gpudash.transport.slots import Slots
-from gpudash.transport.sshcanon import ResolveError
+from gpudash.transport.sshcanon import ResolveError, getaddrinfo_daemon
 from gpudash.transport.sshconfig import connection_options, read_ssh_config
 from gpudash.transport.sshhost import JumpSpec, SshHost, parse_jump
 from gpudash.transport.sshkeys import existing_identities
@@ -107,6 +107,30 @@ def _identities(host: SshHost, options: dict[str, Any], ssh_config: Any) -> tupl
     if from_config:  # as asyncssh treats IdentityFile: an encrypted key is skipped
         options["ignore_encrypted"] = True
     return found.missing
+
+
+async def _name_resolves(name: str, port: int, budget: float | None) -> float | None:
+    """Look `name` up once in a daemon thread before asyncssh does, within the connect
+    budget; what is left of the budget comes back.
+
+    asyncssh resolves in asyncio's default executor, and a lookup the DNS server never
+    answers holds that thread for the resolver's own timeout (30 s with `timeout:30`), which
+    `asyncio.run` waits for before the command may exit: the host failed at its
+    connect_timeout, the exit came 30 s later. A name that resolves here resolves again
+    for asyncssh at once; one that fails is left for asyncssh to fail as usual."""
+    if literal_family(name) is not None:
+        return budget
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        await asyncio.wait_for(
+            getaddrinfo_daemon(name, port, type=socket.SOCK_STREAM), budget or None
+        )
+    except asyncio.TimeoutError:  # worded by `describe` as a connect timeout, with this why
+        raise asyncio.TimeoutError(f"resolving {name} did not finish") from None
+    except (OSError, UnicodeError):
+        return budget  # asyncssh fails it the usual way, with the usual words
+    return None if budget is None else max(budget - (loop.time() - started), 0.1)
 
 
 class _Failure(Exception):
@@ -234,6 +258,9 @@ class SshTransport(Transport):
                 proxy = proxy_command(resolved.config) if tunnel is None else None
                 if tunnel is None and proxy is None:
                     extra["sock"] = self.pool.take_early(host.name, resolved)
+                    if extra["sock"] is None:
+                        budget = await _name_resolves(resolved.host, resolved.port, budget)
+                        options["connect_timeout"] = budget
                 conn = await connect_retrying(  # again after a MaxStartups drop
                     budget,
                     proxy=proxy,

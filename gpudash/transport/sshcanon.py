@@ -166,7 +166,7 @@ class Lookup:
         raises socket.gaierror when `name` does not resolve, TimeoutError past the deadline."""
         loop = asyncio.get_running_loop()
         left = None if self._deadline is None else max(self._deadline - loop.time(), 0.01)
-        call = _getaddrinfo(
+        call = getaddrinfo_daemon(
             name,
             self.canon.port,
             family=self.canon.family,
@@ -186,7 +186,7 @@ class Lookup:
         return cname[:-1] if cname.endswith(".") else cname  # valid_domain drops the dot
 
 
-def _getaddrinfo(*args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+def getaddrinfo_daemon(*args: Any, **kwargs: Any) -> asyncio.Future[Any]:
     """socket.getaddrinfo in a daemon thread; the future gets its result or its exception.
     A caller that stopped waiting (timed out, cancelled) leaves the thread to finish alone."""
     loop = asyncio.get_running_loop()
