@@ -11,9 +11,15 @@ h0: --big-mib of incompressible data in 4 files plus --small files of 1-16 KiB. 
   no verification): the host's own pipeline, the figure a direct copy is held to;
 - direct: the real CLI as a process, `gpudash run copy h1 --yes` (start-up, both jobs, the
   transfer over `streams` streams, the sha256 of every file on both hosts, the rename);
+- raw + sha256: raw, plus `sha256sum` of every file of both trees, both hosts at once (what
+  a proof costs on top of the pipeline: the fair baseline of a verified copy);
+- hash only: that hashing alone (the floor of a resume, which moves no bytes), with
+  sha256sum and with OpenSSL's sha256 (the hasher gpudash's manifest uses where it works);
 - resume: the same command again on the complete copy (it only hashes and compares);
 - fan-out: `gpudash run copy h1 .. hN --yes` to N fresh destinations (chain, then each
   destination's own check and completion, all verified).
+gpudash's own CPU during the direct copy: the CLI process's user + system time (it is a child
+of this one, reaped: RUSAGE_CHILDREN) over its wall time, Python's start-up included.
 Wall times, medians of --rounds; destinations are removed between runs. The machine's CPUs
 are shared by every host of the rig, so the hosts' hashing and ciphers compete for them.
 """
@@ -22,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -48,17 +56,42 @@ def make_tree(root: Path, big_mib: int, small: int) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-def gpudash(config: Path, *hosts: str) -> float:
+def gpudash(config: Path, *hosts: str) -> tuple[float, float, str]:
+    """Wall time, CPU seconds of the CLI process, and its output."""
     cmd = [sys.executable, "-m", "gpudash", "run", "copy", *hosts, "--yes", "--config"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     done = subprocess.run([*cmd, str(config)], capture_output=True, text=True, timeout=3600)
     took = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"gpudash run copy {' '.join(hosts)} failed:\n{done.stdout[-3000:]}")
-    return took
+    return took, cpu, done.stdout
 
 
-def raw(rig: NetRig) -> float:
+SHA256SUM = "sha256sum"
+OPENSSL = "openssl dgst -sha256 -r"  # what gpudash's manifest uses where it works
+
+
+def hash_both(rig: NetRig, src: str, dst: str, tool: str = SHA256SUM) -> float:
+    """`tool` over every file of h0:~/SRC and h1:~/DST, both hosts at once, one hasher per
+    core (`nproc`)."""
+    line = "cd {} && find . -type f -print0 | xargs -0 -r -P $(nproc) -n 8 " + tool + " > /dev/null"
+    procs = []
+    t0 = time.monotonic()
+    for host, tree in ((rig.hosts[0], src), (rig.hosts[1], dst)):
+        cmd = ["ip", "netns", "exec", host.netns or "", "sh", "-c", line.format(host.home / tree)]
+        procs.append(subprocess.Popen(cmd))
+    for proc in procs:
+        if proc.wait(3600) != 0:
+            raise SystemExit("sha256sum failed")
+    return time.monotonic() - t0
+
+
+def raw(rig: NetRig) -> tuple[float, float, float]:
+    """The raw pipeline's time, then the time to hash both trees after it (sha256sum, then
+    OpenSSL's sha256)."""
     src, dst = rig.hosts[0], rig.hosts[1]
     ssh = (
         f"ssh -i {rig.client_key} -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=no"
@@ -70,8 +103,10 @@ def raw(rig: NetRig) -> float:
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, env={**os.environ, "HOME": str(src.home)}, timeout=3600)
     took = time.monotonic() - t0
+    hashing = hash_both(rig, "src", "raw")
+    fast = hash_both(rig, "src", "raw", OPENSSL)
     shutil.rmtree(dst.home / "raw")
-    return took
+    return took, hashing, fast
 
 
 def clear(rig: NetRig, n: int) -> None:
@@ -101,25 +136,52 @@ def main(argv: list[str] | None = None) -> int:
             " chunk_mb = 64 }\n"
         )
         names = [h.name for h in rig.hosts[1:]]
-        times: dict[str, list[float]] = {"raw": [], "direct": [], "resume": [], "fanout": []}
+        keys = ("raw", "hash", "fast", "direct", "cpu", "resume", "rehash", "fanout")
+        times: dict[str, list[float]] = {k: [] for k in keys}
+        phases = []
         for _ in range(args.rounds):
             clear(rig, args.fanout)
-            times["raw"].append(raw(rig))
-            times["direct"].append(gpudash(config, "h1"))
-            times["resume"].append(gpudash(config, "h1"))
+            took, hashing, fast = raw(rig)
+            times["raw"].append(took)
+            times["hash"].append(hashing)
+            times["fast"].append(fast)
+            took, cpu, out = gpudash(config, "h1")
+            times["direct"].append(took)
+            times["cpu"].append(cpu)
+            phases += re.findall(r"\(copy \d+s, verify \d+s\)", out)
+            times["resume"].append(gpudash(config, "h1")[0])
+            times["rehash"].append(hash_both(rig, "src", "dst", OPENSSL))
             clear(rig, args.fanout)
-            times["fanout"].append(gpudash(config, *names))
+            times["fanout"].append(gpudash(config, *names)[0])
         med = {k: statistics.median(v) for k, v in times.items()}
         mib = size / 1024 / 1024
+        proof = med["raw"] + med["hash"]
+        fair = med["raw"] + med["fast"]
         print(f"tree: {mib:.0f} MiB ({args.big_mib} MiB in 4 files + {args.small} small files)")
         print(f"raw tar | ssh tar (on h0):   {med['raw']:6.1f} s  {mib / med['raw']:6.1f} MiB/s")
         print(
+            f"raw + sha256sum both trees:  {proof:6.1f} s  {mib / proof:6.1f} MiB/s"
+            f"  (hashing both at once {med['hash']:.1f} s)"
+        )
+        print(
+            f"raw + openssl sha256 both:   {fair:6.1f} s  {mib / fair:6.1f} MiB/s"
+            f"  (hashing both at once {med['fast']:.1f} s: gpudash's hasher)"
+        )
+        print(
             f"gpudash direct, verified:    {med['direct']:6.1f} s  {mib / med['direct']:6.1f} MiB/s"
-            f"  ({med['raw'] / med['direct']:.2f}x raw)"
+            f"  ({med['raw'] / med['direct']:.2f}x raw, {proof / med['direct']:.2f}x raw+sha256sum,"
+            f" {fair / med['direct']:.2f}x raw+openssl)"
+            f"  {' '.join(phases)}"
+        )
+        print(
+            f"gpudash's own CPU in it:     {med['cpu']:6.2f} s"
+            f"  ({med['cpu'] / med['direct'] * 100:.1f}% of one core over the copy's wall time)"
         )
         print(
             f"resume of the complete copy: {med['resume']:6.1f} s"
-            f"  ({med['resume'] / med['direct'] * 100:.0f}% of the full copy)"
+            f"  ({med['resume'] / med['direct'] * 100:.0f}% of the full copy; hashing both trees"
+            f" alone (openssl) {med['rehash']:.1f} s; resume minus hashing"
+            f" {(med['resume'] - med['rehash']) / med['direct'] * 100:.0f}% of the full copy)"
         )
         print(
             f"fan-out to {args.fanout}, all verified:  {med['fanout']:6.1f} s"

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.support import netrig_net as net
@@ -136,6 +137,31 @@ class Faults:
             return
         self._links.setdefault(host.name, {}).update(delay_ms=delay_ms, loss_pct=loss_pct)
         self._relay_update(host)
+
+    def limit_client(self: Any, mib_per_s: float | None) -> None:
+        """Cap the client namespace's link at `mib_per_s` each way (tbf on both ends of its
+        veth: its eth0 sends, the bridge's port towards it receives); None lifts the cap.
+        What crosses between hosts is bridged port to port and never meets these qdiscs, so
+        the hosts' own link stays unlimited. Namespace mode only."""
+        if self.client_netns is None:
+            raise NotImplementedError("netrig: a client link limit needs network namespaces")
+        port = f"gd{self.run}v{len(self.hosts)}"  # the client is the last namespace built
+        ends = [("-n", self.client_netns, "eth0"), ("", "", port)]
+        for flag, netns, dev in ends:
+            where = [flag, netns] if flag else []
+            if mib_per_s is None:
+                net.ip("tc", *where, "qdisc", "del", "dev", dev, "root", check=False)
+                continue
+            kbit = int(mib_per_s * 8 * 1024 * 1024 / 1000)
+            net.ip(
+                "tc", *where, "qdisc", "replace", "dev", dev, "root", "tbf",
+                "rate", f"{kbit}kbit", "burst", "64kb", "latency", "100ms",
+            )  # fmt: skip
+
+    def client_bytes(self: Any) -> int:
+        """Bytes the client namespace's link has carried so far, both directions."""
+        stats = Path(f"/sys/class/net/gd{self.run}v{len(self.hosts)}/statistics")
+        return sum(int((stats / f"{d}_bytes").read_text()) for d in ("rx", "tx"))
 
     def reset(self: Any) -> None:
         """Every host back to pristine: no fault, default sshd, only the fake GPU tools."""

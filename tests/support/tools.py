@@ -27,6 +27,8 @@ PACKAGES: dict[str, str] = {
     # non-POSIX login shells the exec strings must survive (tests/ssh/test_login_shells.py)
     "fish": "fish",
     "tcsh": "tcsh",
+    "tc": "iproute2",
+    "openssl": "openssl",
 }
 
 

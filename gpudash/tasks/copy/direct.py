@@ -34,6 +34,7 @@ from gpudash.transport.base import Transport, TransportError
 
 READY_TIMEOUT_S = 60.0
 DEST_END_WAIT_S = 30.0
+DEST_END_POLL_S = 0.1
 HOST_KEY_ALIAS = "gpudash-copy-dest"
 
 
@@ -110,8 +111,10 @@ class DirectCopy:
         # the private key's copies on the source that gpudash removes once this copy ended;
         # a fan-out member names only its own (`dN/files/id`): the others are still in use
         self.src_keys: tuple[str, ...] = ("files/id",)
+        self._stopper: asyncio.Future[None] | None = None
 
-    def _dest_scripts(self, run: str, public: str, from_addr: str) -> tuple[str, str]:
+    def dest_scripts(self, run: str, public: str, from_addr: str) -> tuple[str, str]:
+        """The destination job's script and its receiving end (`files/recv.sh`)."""
         spec = self.prepared.spec
         common = {
             "GPUDASH_TO": self.p.to,
@@ -149,7 +152,7 @@ class DirectCopy:
             paths=["GPUDASH_PATH"],
         )
 
-    async def _ready(self) -> tuple[str | None, bytes]:
+    async def wait_ready(self) -> tuple[str | None, bytes]:
         """The destination job's login name once its key is in place; None and its log when
         it ended first (it failed a check) or did not answer in time."""
         until = time.monotonic() + READY_TIMEOUT_S
@@ -186,7 +189,7 @@ class DirectCopy:
             )
             run = jobs.new_run_id()
             private, public = key_pair()
-            dest_script, recv = self._dest_scripts(run, public, from_addr)
+            dest_script, recv = self.dest_scripts(run, public, from_addr)
             timeout = self.prepared.spec.timeout
             files = {"recv.sh": recv}
             dest_launch = jobs.Launch(name, dest_script, run, files=files, timeout=timeout)
@@ -195,7 +198,7 @@ class DirectCopy:
                 async for event in self._follow(None, attached=True):
                     yield event
                 return
-            user, said = await self._ready()
+            user, said = await self.wait_ready()
             if user is None:
                 for line in said.decode(errors="replace").splitlines()[-5:]:
                     yield ev.TaskOutput(host, name, (f"{host}: {line}",), "", 0)
@@ -237,7 +240,7 @@ class DirectCopy:
             affects=self.prepared.spec.affects,
         )
         yield ev.TaskStarted(host, name, src_run, attached, str(log.path), time.time())
-        stopper = asyncio.ensure_future(self._cancel_dest())
+        self.watch_cancel()
         end: ev.TaskEvent | None = None
         try:
             async with contextlib.aclosing(follower.events()) as stream:
@@ -247,16 +250,37 @@ class DirectCopy:
                         end = event
                         continue
                     yield event
-            async for line in self._after(run):
-                log.write([line])
-                yield ev.TaskOutput(host, name, (line,), "", follower.offset)
+            async for output in self.after_events(run, log, follower.offset):
+                yield output
         finally:
-            stopper.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await stopper
+            await self.stop_watching()
             log.close()
         if end is not None:
             yield end
+
+    # -- the ending, shared with a fan-out member (`fanout.follow_member`) -------------------
+
+    def watch_cancel(self) -> None:
+        """From now on a cancel stops the destination job too (its TERM trap removes the key
+        and the partial copy); `stop_watching` ends the watch."""
+        if self._stopper is None:
+            self._stopper = asyncio.ensure_future(self._cancel_dest())
+
+    async def stop_watching(self) -> None:
+        stopper, self._stopper = self._stopper, None
+        if stopper is not None:
+            stopper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await stopper
+
+    async def after_events(
+        self, run: str | None, log: TaskLog, offset: int
+    ) -> AsyncIterator[ev.TaskOutput]:
+        """Once the source job ended: the destination's last word and the sweep's notes
+        (`_after`), each written to `log` and said as output."""
+        async for line in self._after(run):
+            log.write([line])
+            yield ev.TaskOutput(self.host, self.name, (line,), "", offset)
 
     async def _cancel_dest(self) -> None:
         """A cancel stops the destination job too (its TERM trap removes key and partial)."""
@@ -266,7 +290,8 @@ class DirectCopy:
 
     async def _after(self, run: str | None) -> AsyncIterator[str]:
         """Once the source job ended: the destination job's own last word (it ends within
-        ~15 s of the source), then gpudash's second-chance sweep of both hosts."""
+        ~15 s of the source, within a second when the copy finished), then gpudash's
+        second-chance sweep of both hosts, side by side."""
         until = time.monotonic() + DEST_END_WAIT_S
         status = None
         with contextlib.suppress(TransportError):
@@ -274,7 +299,7 @@ class DirectCopy:
                 status = await jobs.status(self.dest, self.name)
                 if status.done:
                     break
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(DEST_END_POLL_S)
             data = await jobs.fetch(self.dest, self.name, 0)
             lines = data.decode(errors="replace").splitlines()
             for line in lines[-3:]:
@@ -282,15 +307,16 @@ class DirectCopy:
                     yield f"{self.host} (destination): {line}"
         if run is None:
             return
-        with contextlib.suppress(TransportError):
-            sweep = render.exports({"GPUDASH_RUN": run, "GPUDASH_TASK": self.name}) + ds.DEST_SWEEP
-            await self.dest.output("{\n" + sweep + "} </dev/null\n", timeout=30)
-        with contextlib.suppress(TransportError):
-            keys = " ".join(f'"$J/{key}"' for key in self.src_keys)
-            gone = render.exports({"GPUDASH_TASK": self.src_job}) + (
-                f'J="${{GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}}/$GPUDASH_TASK"\nrm -f {keys}\n'
-            )
-            await self.source.output("{\n" + gone + "} </dev/null\n", timeout=30)
+        sweep = render.exports({"GPUDASH_RUN": run, "GPUDASH_TASK": self.name}) + ds.DEST_SWEEP
+        keys = " ".join(f'"$J/{key}"' for key in self.src_keys)
+        gone = render.exports({"GPUDASH_TASK": self.src_job}) + (
+            f'J="${{GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}}/$GPUDASH_TASK"\nrm -f {keys}\n'
+        )
+        await asyncio.gather(
+            self.dest.output("{\n" + sweep + "} </dev/null\n", timeout=30),
+            self.source.output("{\n" + gone + "} </dev/null\n", timeout=30),
+            return_exceptions=True,  # each a second chance only: a lost host is no news here
+        )
         if status is not None and not status.done:
             yield (
                 f"{self.host} (destination): its job is still running; it removes the key"

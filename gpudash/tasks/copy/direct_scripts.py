@@ -13,27 +13,51 @@ one. The source job removes its private key on exit (and `jobs.launch` clears `f
 
 The manifest is one line per entry, `PATH TAB TYPE TAB MODE TAB SIZE TAB SHA256 TAB LINK`,
 sorted bytewise (LC_ALL=C) on both hosts, so "identical" is `cmp` and the differences are
-`comm`. Names with a tab, newline or backslash are refused up front (they would need an
-escaping that `find -printf` and `sha256sum` do not share); `via = "gpudash"` copies them.
+`comm`. Names with a tab, newline, carriage return or backslash are refused up front (they
+would need an escaping that `find -printf` and `sha256sum` do not share: coreutils 9 escapes
+a carriage return too, and its file's line would then carry no digest on either host); `via = "gpudash"` copies them.
 """
 
 from __future__ import annotations
 
 # ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
 
-# A manifest of directory $1 into file $2 (and $2.list, $2.sha beside it). sha256sum runs
-# on 8 files at a time so each process's output is one write (< PIPE_BUF) into the pipe.
+# A manifest of directory $1 into file $2 (and $2.list, $2.sha beside it), hashed by one
+# process per core (GPUDASH_HASHERS, default `nproc`, at most 16): big files one per process
+# (four 256 MiB shards must not queue behind one hasher), the rest 8 at a time so each
+# process's output is one write (< PIPE_BUF) into the pipe. The hasher is OpenSSL's sha256
+# when it gives the known digest of "abc" (FIPS 180-2 appendix B.1): it uses the CPU's SHA
+# extensions, 1.3 GB/s here against coreutils 9.1 sha256sum's 0.32 GB/s (measured on this
+# VM, 2026-12-03); `openssl dgst -r` prints sha256sum's `HEX *NAME` (the awk takes the name
+# from column 67 either way). Same digest, so the same verification, only sooner.
 MANIFEST_FN = r"""
+hasher() {
+    if [ -z "$SHA" ]; then
+        SHA=sha256sum
+        printf abc | openssl dgst -sha256 -r 2>/dev/null \
+            | grep -q '^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad ' \
+            && SHA="openssl dgst -sha256 -r"
+    fi
+    HASHERS=${GPUDASH_HASHERS:-$(nproc 2>/dev/null || echo 2)}
+    [ "$HASHERS" -ge 1 ] 2>/dev/null || HASHERS=2
+    [ "$HASHERS" -le 16 ] || HASHERS=16
+}
 manifest() {
+    hasher
     ( cd "$1" || exit 3
       find . -mindepth 1 \( -type l -printf '%P\tl\t%m\t0\t-\t%l\n' \) \
           -o \( -type f -printf '%P\tf\t%m\t%s\t\t\n' \) \
           -o -printf '%P\t%y\t%m\t0\t-\t\n' > "$2.list" || exit 4
-      find . -type f -print0 | xargs -0 -r -P "${GPUDASH_HASHERS:-2}" -n 8 sha256sum -- \
-          | cat > "$2.sha" || exit 5
-      awk -F '\t' -v OFS='\t' '
+      { find . -type f -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 1 $SHA --
+        find . -type f ! -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 8 $SHA --
+      } | cat > "$2.sha" || exit 5
+      # A file that got no digest (unreadable, gone, or a name the hasher escaped) gets this
+      # manifest's own random mark: it can never match the other host's line, so such a copy
+      # is never taken as verified (an empty field on both hosts would have matched).
+      salt=$(od -An -N8 -tx8 /dev/urandom 2>/dev/null | tr -d ' ')
+      awk -F '\t' -v OFS='\t' -v salt="unhashed-${salt:-$$-$(date +%s%N)}" '
           FNR == NR { n = substr($0, 67); sub(/^\.\//, "", n); sha[n] = substr($0, 1, 64); next }
-          $2 == "f" { $5 = sha[$1] }
+          $2 == "f" { $5 = sha[$1]; if (length($5) != 64) $5 = salt }
           { print }' "$2.sha" "$2.list" | LC_ALL=C sort > "$2" || exit 6
       rm -f "$2.list" "$2.sha" )
 }
@@ -105,7 +129,7 @@ fi
 while ! flock -n "$J/held" true; do
     [ "$(date +%s)" -lt "$UNTIL" ] || break
     [ -e "$J/finished" ] || [ -e "$J/aborted" ] && break
-    sleep 0.5
+    sleep 0.2
 done
 sweep "$TAG"
 rm -f "$J/files/id"
@@ -164,6 +188,49 @@ fwd() {
         -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
         -p "$port" -l "$user" "$addr" "$verb" "$@" || { : > "$J/fwd.dead"; return 1; }
 }
+# VERB's stream from stdin into HANDLER; on a fan-out hop (next hops in "$@") the stream goes
+# on to the next host as it arrives (tee -p keeps feeding the one output that still reads
+# when the other fails), and this end waits for the next.
+relay() {
+    verb=$1 handler=$2
+    shift 2
+    mkdir -p "$S" || exit 3
+    [ ! -e "$J/fwd.dead" ] || set --
+    [ $# -gt 0 ] || { $handler; exit $?; }
+    f="$J/fwd.$$"
+    rm -f "$f" && mkfifo "$f" || exit 3
+    fwd "$verb" "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
+    tee -p "$f" 2>/dev/null | $handler
+    rc=$?
+    wait
+    rm -f "$f"
+    exit $rc
+}
+untar() { tar -xpf - --no-same-owner -C "$S"; }
+# The tree's directories (one relative path a line), made before the streams start: tars
+# extracting side by side into a directory none of them has made yet race in GNU tar (the
+# loser's mkdir finds it made, and it reports "Cannot open: No such file or directory").
+# Made without their modes: those come with the directories' tar at the end (a read-only
+# directory must stay writable until its files are in).
+skeleton() {
+    while IFS= read -r p; do
+        safe "$p" || return 3
+        mkdir -p "$S/$p" || return 4
+    done
+}
+# Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE PATH`, then
+# exactly LEN bytes (dd's count_bytes reads no further), until the stream ends.
+land() {
+    while IFS= read -r hdr; do
+        off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
+        mode=${rest%%"	"*}; p=${rest#*"	"}
+        case "$off$len$mode" in *[!0-9]* | "") return 3 ;; esac
+        safe "$p" || return 3
+        mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || return 3
+        dd of="$S/$p" bs=1M seek="$off" count="$len" iflag=fullblock,count_bytes conv=notrunc status=none || return 4
+        chmod "$mode" "$S/$p" || return 4
+    done
+}
 set -f
 set -- $SSH_ORIGINAL_COMMAND
 case "$1" in
@@ -195,43 +262,17 @@ prune)
 base)
     if [ -d "$S" ]; then echo partial; elif [ -d "$GPUDASH_TO" ]; then echo final; else echo none; fi
     ;;
+mkdirs)
+    shift
+    relay mkdirs skeleton "$@"
+    ;;
 recv)
     shift
-    mkdir -p "$S" || exit 3
-    [ ! -e "$J/fwd.dead" ] || set --
-    [ $# -gt 0 ] || exec tar -xpf - --no-same-owner -C "$S"
-    # A fan-out hop: the stream goes on to the next host as it arrives (tee -p keeps feeding
-    # the one output that still reads when the other fails); this end waits for the next.
-    f="$J/fwd.$$"
-    rm -f "$f" && mkfifo "$f" || exit 3
-    fwd recv "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
-    tee -p "$f" 2>/dev/null | tar -xpf - --no-same-owner -C "$S"
-    rc=$?
-    wait
-    rm -f "$f"
-    exit $rc
+    relay recv untar "$@"
     ;;
-part)
+parts)
     shift
-    IFS= read -r hdr || exit 3
-    off=${hdr%%"	"*}; rest=${hdr#*"	"}; mode=${rest%%"	"*}; p=${rest#*"	"}
-    case "$off$mode" in *[!0-9]* | "") exit 3 ;; esac
-    safe "$p" || exit 3
-    mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || exit 3
-    [ ! -e "$J/fwd.dead" ] || set --
-    if [ $# -gt 0 ]; then
-        f="$J/fwd.$$"
-        rm -f "$f" && mkfifo "$f" || exit 3
-        { printf '%s\n' "$hdr"; cat "$f"; } | fwd part "$@" > /dev/null 2>> "$J/fwd.err" &
-        tee -p "$f" 2>/dev/null | dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none
-        rc=$?
-        wait
-        rm -f "$f"
-        [ $rc -eq 0 ] || exit 4
-    else
-        dd of="$S/$p" bs=1M seek="$off" conv=notrunc iflag=fullblock status=none || exit 4
-    fi
-    chmod "$mode" "$S/$p"
+    relay parts land "$@"
     ;;
 ping)
     ;;
@@ -280,6 +321,7 @@ _SOURCE_BODY = (
 K="$GPUDASH_JOB/files/id"
 W="$GPUDASH_JOB/work"
 HOLD=
+SRCM=
 BEAT=
 # In a fan-out (`fanout_scripts`): HOPS, the next hosts of the chain this stream feeds;
 # SEND_ONLY, the chain's pass (no verify: each destination's own run checks and completes
@@ -301,6 +343,7 @@ cleanup() {
     exec 8>&- 2>/dev/null
     [ -n "$BEAT" ] && kill "$BEAT" 2>/dev/null
     [ -n "$HOLD" ] && kill "$HOLD" 2>/dev/null
+    [ -n "$SRCM" ] && kill "$SRCM" 2>/dev/null
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -335,13 +378,10 @@ done
 tar --version 2>/dev/null | grep -q 'GNU tar' || fail "the source's tar is not GNU tar"
 [ -d "$GPUDASH_PATH" ] || fail "no directory $GPUDASH_PATH on the source host"
 cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
-NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t')
-bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
-[ -z "$bad" ] || fail "a name with a tab, newline or backslash ($bad): copy it with via = \"gpudash\""
+NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t'); RET=$(printf '\r')
+bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name "*$RET*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
+[ -z "$bad" ] || fail "a name with a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
 rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
-GPUDASH_HASHERS=$(( $(nproc 2>/dev/null || echo 2) / 2 )); [ "$GPUDASH_HASHERS" -ge 1 ] || GPUDASH_HASHERS=1
-[ "$GPUDASH_HASHERS" -le 8 ] || GPUDASH_HASHERS=8
-export GPUDASH_HASHERS
 if [ -n "$GPUDASH_SEND_ONLY" ]; then
     echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
 else
@@ -403,27 +443,51 @@ fi
 TOTAL=$(awk -F '\t' '{ s += $1 } END { printf "%.0f", s }' "$W/send")
 FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
 
-# The plan: each stream's tar list and byte ranges, biggest first to the least loaded.
+# The plan: each stream's tar list and byte ranges, biggest first to the least loaded. A big
+# file's ranges are dealt range by range across the big files (the first range of each, then
+# the second...), so with as many big files as streams each stream writes one file from start
+# to end: ranges of one file written by several streams at once contend for its inode's lock
+# on the destination (and scatter its blocks).
 N=$GPUDASH_STREAMS
 CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
 awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
     -v n="$N" -v chunk="$CHUNK" -v dir="$W" '
     function least(   w, b) { b = 0; for (w = 1; w < n; w++) if (load[w] < load[b]) b = w; return b }
-    {
-        if ($2 == "f" && n > 1 && $1 + 0 > chunk) {
-            for (off = 0; off < $1 + 0; off += chunk) {
-                w = least(); left = $1 - off; load[w] += (left < chunk ? left : chunk)
-                printf "%d\t%d\t%s\t%s\n", off / 1048576, chunk / 1048576, $3, $4 > (dir "/parts." w)
-            }
-        } else {
-            w = least(); load[w] += $1 + 512
-            print "./" $4 > (dir "/list." w)
+    function flush(   k, b, w) {
+        for (k = 1; k <= most; k++) for (b = 1; b <= nb; b++) if (k <= np[b]) {
+            w = least(); load[w] += len[b, k]; print line[b, k] > (dir "/parts." w)
         }
-    }'
+        nb = 0; most = 0
+    }
+    $2 == "f" && n > 1 && $1 + 0 > chunk {
+        nb++; np[nb] = 0
+        for (off = 0; off < $1 + 0; off += chunk) {
+            left = $1 - off; l = (left < chunk ? left : chunk); k = ++np[nb]; len[nb, k] = l
+            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s", off / 1048576, chunk / 1048576, l, $3, $4)
+        }
+        if (np[nb] > most) most = np[nb]
+        next
+    }
+    {
+        if (nb) flush()
+        w = least(); load[w] += $1 + 512
+        print "./" $4 > (dir "/list." w)
+    }
+    END { if (nb) flush() }'
 awk -F '\t' '$2 == "d" { print "./" $4 }' "$W/send" > "$W/dirs"
 echo "sending $FILES files ($(human "$TOTAL"))"
+awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
+if [ -s "$W/skel" ]; then
+    remote 600 mkdirs $HOPS < "$W/skel" 2> "$W/err" || fail "directories: $(said "$W/err")"
+fi
 
-# One stream: its tar (progress: a dot per 100 records of 10 KiB), then its byte ranges.
+# One stream: its tar (progress: a dot per 100 records of 10 KiB), then its byte ranges, all
+# in one session (`parts`: each range a header line `OFF_MIB LEN MODE PATH`, then LEN bytes):
+# one ssh handshake per range cost more than the ranges' bytes on a busy host (16 ranges of
+# 64 MiB over 4 streams: 5.3 s against 2.2 s for the same bytes as 4 plain streams, measured
+# in the rig 2026-12-03). A source file that shrank meanwhile sends fewer bytes than its
+# header says: the receiving end then misreads and fails, or the manifests differ; never a
+# false success.
 stream() {
     w=$1
     if [ -s "$W/list.$w" ]; then
@@ -432,18 +496,25 @@ stream() {
     fi
     [ -s "$W/parts.$w" ] || return 0
     k=0
-    while IFS="$TAB" read -r off count mode path; do
+    while IFS="$TAB" read -r off count len mode path; do
         k=$((k + 1))
-        { printf '%s\t%s\t%s\n' "$off" "$mode" "$path"
-          dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k"
-        } | remote 0 part $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
-    done < "$W/parts.$w"
+        printf '%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$path"
+        dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k" \
+            || { echo fail > "$W/failed.$w"; exit 1; }
+    done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
 }
 done_bytes() {
     d=$(cat "$W"/dots.* 2>/dev/null | wc -c)
     p=$(for f in "$W"/dd.*; do [ -f "$f" ] && tr '\r' '\n' < "$f" | grep -a 'bytes' | tail -n 1 | awk '{ print $1 }'; done | awk '{ s += $1 } END { printf "%.0f", s }')
     awk -v d="$d" -v p="$p" -v t="$TOTAL" 'BEGIN { b = d * 1024000 + p; if (b > t) b = t; printf "%.0f", b }'
 }
+# A fresh copy's source manifest is hashed while the streams send (the files are in the page
+# cache as tar reads them); it is compared only once every byte landed, as before.
+SRCM=
+if [ -z "$GPUDASH_SEND_ONLY" ] && [ ! -s "$W/src.m" ]; then
+    src_manifest > /dev/null 2> "$W/srcm.err" &
+    SRCM=$!
+fi
 t0=$(date +%s)
 pids=
 w=0
@@ -485,7 +556,12 @@ printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "
 echo "verifying: sha256, mode and link target of every entry, on both hosts"
 remote 0 prepare </dev/null 2> "$W/err.prep" &
 PREP=$!
-if [ ! -s "$W/src.m" ]; then src_manifest || fail "cannot hash $GPUDASH_PATH"; fi
+if [ -n "$SRCM" ]; then
+    wait "$SRCM" || fail "cannot hash $GPUDASH_PATH: $(tail -n 1 "$W/srcm.err")"
+    SRCM=
+elif [ ! -s "$W/src.m" ]; then
+    src_manifest || fail "cannot hash $GPUDASH_PATH"
+fi
 wait "$PREP" || fail "the destination could not hash its copy: $(said "$W/err.prep")"
 verified
 exit 0

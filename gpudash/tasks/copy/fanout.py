@@ -139,7 +139,7 @@ async def _host_key(copy: DirectCopy, alias: str) -> str:
 
 async def _ready(copy: DirectCopy, run: str, public: str, froms: str, files: dict) -> Member:
     """One destination job launched and its key in place (`label` set by the caller)."""
-    dest_script, recv = copy._dest_scripts(run, public, froms)
+    dest_script, recv = copy.dest_scripts(run, public, froms)
     launch_ = jobs.Launch(
         copy.name,
         dest_script,
@@ -150,7 +150,7 @@ async def _ready(copy: DirectCopy, run: str, public: str, froms: str, files: dic
     launched = await jobs.launch(copy.dest, launch_)
     if launched.busy:
         return Member(failed=("a copy to this host is already running: run it again later",))
-    user, said = await copy._ready()
+    user, said = await copy.wait_ready()
     if user is None:
         return Member(failed=tuple(said.decode(errors="replace").splitlines()[-5:]))
     return Member(label=user)
@@ -304,7 +304,7 @@ async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.Ta
     )
     started = time.monotonic()
     yield ev.TaskStarted(host, name, member.src_run, member.busy, str(log.path), time.time())
-    stopper = asyncio.ensure_future(copy._cancel_dest())
+    copy.watch_cancel()
     end: ev.TaskEvent | None = None
     rc: int | None = None
     try:
@@ -326,13 +326,10 @@ async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.Ta
                 yield event
                 if rc is not None:
                     break
-        async for line in copy._after(member.src_run):
-            log.write([line])
-            yield ev.TaskOutput(host, name, (line,), "", follower.offset)
+        async for output in copy.after_events(member.src_run, log, follower.offset):
+            yield output
     finally:
-        stopper.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await stopper
+        await copy.stop_watching()
         log.close()
     if rc is not None:
         affects = copy.prepared.spec.affects
