@@ -19,6 +19,7 @@ class Slots:
         self._sem = asyncio.Semaphore(size)
         self._freed = asyncio.Event()
         self.taken = 0
+        self.released = 0  # releases so far: tells a refusal that came as one of ours closed
 
     async def acquire(self) -> None:
         await self._sem.acquire()
@@ -26,6 +27,7 @@ class Slots:
 
     def release(self) -> None:
         self.taken -= 1
+        self.released += 1
         self._sem.release()
         self._freed.set()
         self._freed = asyncio.Event()

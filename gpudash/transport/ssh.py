@@ -58,6 +58,7 @@ KEEPALIVE_COUNT_MAX = 3
 _CLOSE_GRACE_S = 5.0
 _OPEN_RETRY_S = (0.02, 0.05, 0.1, 0.2, 0.4, 0.8)
 _SESSION_WAIT_S = 30.0
+_LATE_RELEASE_S = (0.2, 0.4, 0.8, 1.6)  # after one of ours closed while an open was refused
 # SSH carries stderr on its own stream, so the order against stdout is lost in transit;
 # merging on the host keeps it, as the local transport's pipe does. `stderr=STDOUT` still
 # catches what the login shell itself prints before the script runs.
@@ -338,6 +339,7 @@ class SshTransport(Transport):
         channels stay open: then the open waits (up to _SESSION_WAIT_S) for one to close.
         """
         delays = iter(_OPEN_RETRY_S)
+        released = link.channels.released
         while True:
             try:
                 return await link.conn.create_process(
@@ -352,6 +354,11 @@ class SshTransport(Transport):
                     raise
                 delay = next(delays, None)
                 if delay is None:
+                    if link.channels.released != released:
+                        # one of ours closed while we tried: sshd frees its slot a bit later
+                        released = link.channels.released
+                        delays = iter(_LATE_RELEASE_S)
+                        continue
                     if link.channels.taken <= 1:  # none of ours to wait for: a real refusal
                         raise
                     try:
