@@ -101,6 +101,21 @@ def no_key_left(rig: NetRig) -> None:
         assert private_keys(host) == [], (host.name, private_keys(host))
 
 
+def leftovers(host: RigHost, task: str) -> list[str]:
+    """Processes of the host's job `task` still running: its process group, or anything
+    naming its job dir (the source's ssh sessions run in groups of their own)."""
+    job = host.home / ".cache" / "gpudash" / "jobs" / task
+    pgid = (job / "pgid").read_text().strip()
+    ps = subprocess.run(["ps", "-eo", "stat=,pgid=,args="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in ps.splitlines()]
+    return [
+        " ".join(row)
+        for row in rows
+        if not row[0].startswith("Z")  # dead, waiting for an init that reaps late
+        and (row[1] == pgid or str(job) + "/" in row[-1])
+    ]
+
+
 @pytest.fixture
 def rig(netrig: NetRig) -> NetRig:
     if netrig.mode != "netns":
@@ -119,6 +134,11 @@ def test_a_direct_copy_arrives_verified_and_leaves_no_key(rig: NetRig, tmp_path:
     assert "key is removed" in out  # the destination job's own last word
     assert not (rig.hosts[1].home / "dst.gpudash-partial").exists()
     no_key_left(rig)
+    # ended means ended: no beat, no hold session lingering on either host (a beat's `sleep`
+    # held the hold session's pipe up to 2 s after the source's end, and the destination
+    # waited for it)
+    assert leftovers(rig.hosts[0], "copy-to-h1") == []
+    assert leftovers(rig.hosts[1], "copy") == []
 
     again = run(rig, copy_config(rig), tmp_path, "h1")
     assert again.returncode == 0, again.stdout + again.stderr

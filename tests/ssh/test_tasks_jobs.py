@@ -204,6 +204,30 @@ async def test_a_timeout_is_enforced_on_the_host(
     assert end.elapsed_s < 10
 
 
+async def test_attach_ends_at_the_rc_even_while_the_wrappers_pid_still_looks_alive(
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
+):
+    """Where init reaps orphans late (seen in a sandbox: seconds), the dead wrapper stays a
+    zombie that `kill -0` finds alive. Here its pid is a process that lives on after rc is
+    written: attaching must still end with the whole log, not wait for that pid."""
+    transport = ssh_pool.transport(sshd.host_config(fake_host))
+    await collect(run_task("h0", transport, prepare(script_task("echo one; echo two\n"))))
+    job = fake_host.home / ".cache/gpudash/jobs/t"
+    lingering = subprocess.Popen(["sleep", "60"])
+    try:
+        (job / "wpid").write_text(f"{lingering.pid}\n")
+        (job / "rc").unlink()  # the run as it was a moment before its wrapper wrote rc
+        stream = jobs.attach(transport, "t", 0)
+        first = await asyncio.wait_for(anext(stream), 10)
+        (job / "rc").write_text("0\n")
+        async with asyncio.timeout(5):  # the old attach waited for the pid: 60 s
+            rest = [chunk async for chunk in stream]
+        assert first + b"".join(rest) == b"one\ntwo\n"
+    finally:
+        lingering.kill()
+        lingering.wait()
+
+
 async def test_a_killed_wrapper_is_reported_lost(
     sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):

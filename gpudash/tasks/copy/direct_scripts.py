@@ -394,7 +394,8 @@ if [ -z "$GPUDASH_HELD" ]; then
     remote 0 hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
     HOLD=$!
     exec 8> "$W/hold"
-    ( while sleep 2; do printf . || exit 0; done ) >&8 2>/dev/null &
+    # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once
+    ( exec 8>&-; while sleep 2 </dev/null >/dev/null 2>&1; do printf . || exit 0; done ) >&8 2>/dev/null &
     BEAT=$!
 fi
 
