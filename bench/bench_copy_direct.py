@@ -3,7 +3,7 @@ against one copy, and a resume of a complete copy against the full copy.
 
 Run (as root, under the rig lock):
     flock /tmp/gpudash-rig.lock .venv/bin/python -m bench.bench_copy_direct [--big-mib 256]
-        [--small 2000] [--fanout 4] [--rounds 1]
+        [--small 2000] [--fanout 4] [--rounds 1] [--link-mib N]
 
 Hosts: tests/support/netrig.py (own namespace, address and sshd each, one bridge). The tree on
 h0: --big-mib of incompressible data in 4 files plus --small files of 1-16 KiB. Each round:
@@ -21,7 +21,10 @@ h0: --big-mib of incompressible data in 4 files plus --small files of 1-16 KiB. 
 gpudash's own CPU during the direct copy: the CLI process's user + system time (it is a child
 of this one, reaped: RUSAGE_CHILDREN) over its wall time, Python's start-up included.
 Wall times, medians of --rounds; destinations are removed between runs. The machine's CPUs
-are shared by every host of the rig, so the hosts' hashing and ciphers compete for them.
+are shared by every host of the rig, so the hosts' hashing and ciphers compete for them: a
+fan-out to N asks N times the CPU of one copy of the same machine. --link-mib caps each
+host's own link (tc tbf, each way) as its NIC would, so that the line rate, not the shared
+CPU, bounds each host, as on real machines: what a fan-out's pipeline is meant to reach.
 """
 
 from __future__ import annotations
@@ -120,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=2000)
     parser.add_argument("--fanout", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--link-mib", type=float, default=None, help="cap each host's link")
     args = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="bench-copy-") as tmp,
@@ -127,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if rig.mode != "netns":
             raise SystemExit(f"needs namespaced hosts: {rig.fallback}")
+        for host in rig.hosts if args.link_mib else ():
+            rig.limit_host(host, args.link_mib)
         (rig.hosts[0].home / "src").mkdir()
         size = make_tree(rig.hosts[0].home / "src", args.big_mib, args.small)
         config = Path(tmp) / "config.toml"
@@ -158,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         proof = med["raw"] + med["hash"]
         fair = med["raw"] + med["fast"]
         print(f"tree: {mib:.0f} MiB ({args.big_mib} MiB in 4 files + {args.small} small files)")
+        if args.link_mib:
+            print(f"each host's link capped at {args.link_mib:g} MiB/s each way (tc tbf)")
         print(f"raw tar | ssh tar (on h0):   {med['raw']:6.1f} s  {mib / med['raw']:6.1f} MiB/s")
         print(
             f"raw + sha256sum both trees:  {proof:6.1f} s  {mib / proof:6.1f} MiB/s"

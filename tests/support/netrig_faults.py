@@ -145,8 +145,19 @@ class Faults:
         the hosts' own link stays unlimited. Namespace mode only."""
         if self.client_netns is None:
             raise NotImplementedError("netrig: a client link limit needs network namespaces")
-        port = f"gd{self.run}v{len(self.hosts)}"  # the client is the last namespace built
-        ends = [("-n", self.client_netns, "eth0"), ("", "", port)]
+        self._limit(len(self.hosts), self.client_netns, mib_per_s)  # the client is built last
+
+    def limit_host(self: Any, host: Any, mib_per_s: float | None) -> None:
+        """Cap a host's own link at `mib_per_s` each way, as its NIC would: what it sends and
+        what it receives, from any other namespace. Namespace mode only."""
+        host = self.host(host)
+        if host.netns is None:
+            raise NotImplementedError("netrig: a host link limit needs network namespaces")
+        self._limit(host.index, host.netns, mib_per_s)
+
+    def _limit(self: Any, index: int, netns: str, mib_per_s: float | None) -> None:
+        port = f"gd{self.run}v{index}"  # the bridge's port towards namespace `index`
+        ends = [("-n", netns, "eth0"), ("", "", port)]
         for flag, netns, dev in ends:
             where = [flag, netns] if flag else []
             if mib_per_s is None:
