@@ -75,8 +75,16 @@ if [ "$GPUDASH_SUDO" = 1 ] && [ "$(id -u)" != 0 ]; then
 else
     set -- /bin/sh "$J/script.sh"
 fi
-if [ "${{GPUDASH_TIMEOUT:-0}}" -gt 0 ]; then
-    set -- timeout -k 10 "$GPUDASH_TIMEOUT" "$@"
+T=${{GPUDASH_TIMEOUT:-0}}
+TIMER=
+if [ "$T" -gt 0 ]; then
+    if command -v timeout >/dev/null 2>&1; then
+        set -- timeout -k 10 "$T" "$@"
+    else
+        TIMER=1
+        printf 'gpudash: no `timeout` on PATH here: a kill timer in sh enforces the %ss limit\\n' \\
+            "$T" >> "$J/log"
+    fi
 fi
 # fd 3: the secrets' pipe from the launch (or /dev/null), the payload's stdin; the wrapper
 # lets go of it at once, so it never holds a secret past the payload's start.
@@ -84,11 +92,26 @@ setsid "$@" <&3 >> "$J/log" 2>&1 3<&- 9>&- &
 P=$!
 exec 3<&-
 echo "$P" > "$J/pgid.tmp" && mv -f "$J/pgid.tmp" "$J/pgid"
+if [ -n "$TIMER" ]; then
+    # as `timeout -k 10` would: TERM to the payload's group at the limit, KILL 10 s later;
+    # a second's sleep at a time, so the timer ends with the group and outlives nothing
+    (
+        i=0
+        while [ $i -lt "$T" ]; do kill -0 -"$P" 2>/dev/null || exit 0; sleep 1; i=$((i + 1)); done
+        : > "$J/timedout"
+        kill -TERM -"$P" 2>/dev/null
+        i=0
+        while [ $i -lt 10 ]; do kill -0 -"$P" 2>/dev/null || exit 0; sleep 1; i=$((i + 1)); done
+        kill -KILL -"$P" 2>/dev/null
+    ) </dev/null >/dev/null 2>&1 9>&- &
+fi
 wait "$P"
 rc=$?
 if [ -e "$J/cancelled" ]; then
     finish "$rc cancelled"
-elif [ "$rc" = 124 ] && [ "${{GPUDASH_TIMEOUT:-0}}" -gt 0 ]; then
+elif [ -e "$J/timedout" ]; then
+    finish "124 timeout"
+elif [ "$rc" = 124 ] && [ "$T" -gt 0 ]; then
     finish "$rc timeout"
 fi
 finish "$rc"
@@ -193,7 +216,8 @@ def launch_script(job: Launch) -> str:
         + 'exec 9>> "$J/lock"\n'
         + 'flock -n 9 || { echo "gpudash-job busy $(cat "$J/run" 2>/dev/null)";'
         + f" exit {BUSY_RC}; }}\n"
-        + 'rm -rf "$J/rc" "$J/rc.tmp" "$J/cancelled" "$J/sudo" "$J/wpid" "$J/pgid" "$J/files"\n'
+        + 'rm -rf "$J/rc" "$J/rc.tmp" "$J/cancelled" "$J/timedout" "$J/sudo" "$J/wpid" "$J/pgid"'
+        + ' "$J/files"\n'
         + 'rm -f "$J/secret.env"\n'
         + "put log </dev/null || exit 73\n"
         + "".join(writes)

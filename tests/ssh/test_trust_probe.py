@@ -326,3 +326,52 @@ def test_a_tool_scanning_every_process_cannot_learn_the_nonce_or_forge_a_section
     names = [g["name"] for g in sections["gpus"]["data"]["gpus"]]
     assert names and "FORGED-GPU" not in names
     assert sections["gpus"]["error"] is None
+
+
+TIMED_TASKS = """
+[tasks.quick]
+title = "a task well within its limit"
+kind = "script"
+timeout = "30s"
+run = 'echo done quickly'
+
+[tasks.slow]
+title = "a task over its limit"
+kind = "script"
+timeout = "2s"
+run = '''
+echo started
+MARKER 300 &
+MARKER 301
+'''
+"""
+
+
+def test_a_task_on_a_host_without_timeout_is_held_to_its_limit_by_a_sh_timer(
+    hostile_sshd: Sshd, tmp_path: Path
+) -> None:
+    """Every task has a time limit (the built-in ones 5 min to 6 h). Without `timeout` on
+    the host the job wrapper enforces it itself, as `timeout -k` would (the whole process
+    group, TERM then KILL), and says so, instead of failing every task with `setsid: failed
+    to execute timeout`."""
+    host = hostile_sshd.hosts[NO_TIMEOUT]
+    host.reset()
+    marker = f"gd-task-{uuid.uuid4().hex[:12]}"
+    (host.bin_dir / marker).symlink_to(shutil.which("sleep") or "/bin/sleep")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(hostile_sshd.host_toml(host) + TIMED_TASKS.replace("MARKER", marker))
+
+    quick = gpudash("run", "quick", "--yes", "--config", str(cfg))
+    assert quick.returncode == 0, quick.stdout + quick.stderr
+    assert f"{host.name} | done quickly" in quick.stdout.splitlines()
+    assert "a kill timer in sh enforces the 30s limit" in quick.stdout
+
+    start = time.monotonic()
+    slow = gpudash("run", "slow", "--yes", "--config", str(cfg), timeout=90)
+    took = time.monotonic() - start
+    out = slow.stdout + slow.stderr
+    assert slow.returncode != 0, out
+    assert f"{host.name} | started" in slow.stdout.splitlines()
+    assert "(timed out)" in out
+    assert took < 30, f"the limit was not enforced ({took:.1f}s)"
+    assert _survivors(marker) == []
