@@ -131,8 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if rig.mode != "netns":
             raise SystemExit(f"needs namespaced hosts: {rig.fallback}")
-        for host in rig.hosts if args.link_mib else ():
-            rig.limit_host(host, args.link_mib)
+        if args.link_mib:
+            for host in rig.hosts:
+                rig.limit_host(host, args.link_mib)
         (rig.hosts[0].home / "src").mkdir()
         size = make_tree(rig.hosts[0].home / "src", args.big_mib, args.small)
         config = Path(tmp) / "config.toml"

@@ -76,10 +76,11 @@ else
     set -- /bin/sh "$J/script.sh"
 fi
 T=${{GPUDASH_TIMEOUT:-0}}
+GRACE=10  # TERM at the limit, KILL this many seconds later
 TIMER=
 if [ "$T" -gt 0 ]; then
     if command -v timeout >/dev/null 2>&1; then
-        set -- timeout -k 10 "$T" "$@"
+        set -- timeout -k "$GRACE" "$T" "$@"
     else
         TIMER=1
         printf 'gpudash: no `timeout` on PATH here: a kill timer in sh enforces the %ss limit\\n' \\
@@ -93,15 +94,21 @@ P=$!
 exec 3<&-
 echo "$P" > "$J/pgid.tmp" && mv -f "$J/pgid.tmp" "$J/pgid"
 if [ -n "$TIMER" ]; then
-    # as `timeout -k 10` would: TERM to the payload's group at the limit, KILL 10 s later;
+    # as `timeout -k` would: TERM to the payload's group at the limit, KILL GRACE s later;
     # a second's sleep at a time, so the timer ends with the group and outlives nothing
     (
-        i=0
-        while [ $i -lt "$T" ]; do kill -0 -"$P" 2>/dev/null || exit 0; sleep 1; i=$((i + 1)); done
+        # waits N s while the group lives; ends the timer as soon as it is gone
+        lives_for() {{
+            i=0
+            while [ $i -lt "$1" ]; do
+                kill -0 -"$P" 2>/dev/null || exit 0
+                sleep 1; i=$((i + 1))
+            done
+        }}
+        lives_for "$T"
         : > "$J/timedout"
         kill -TERM -"$P" 2>/dev/null
-        i=0
-        while [ $i -lt 10 ]; do kill -0 -"$P" 2>/dev/null || exit 0; sleep 1; i=$((i + 1)); done
+        lives_for "$GRACE"
         kill -KILL -"$P" 2>/dev/null
     ) </dev/null >/dev/null 2>&1 9>&- &
 fi

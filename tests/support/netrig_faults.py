@@ -158,8 +158,8 @@ class Faults:
     def _limit(self: Any, index: int, netns: str, mib_per_s: float | None) -> None:
         port = f"gd{self.run}v{index}"  # the bridge's port towards namespace `index`
         ends = [("-n", netns, "eth0"), ("", "", port)]
-        for flag, netns, dev in ends:
-            where = [flag, netns] if flag else []
+        for flag, ns, dev in ends:
+            where = [flag, ns] if flag else []
             if mib_per_s is None:
                 net.ip("tc", *where, "qdisc", "del", "dev", dev, "root", check=False)
                 continue
