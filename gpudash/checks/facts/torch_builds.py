@@ -49,6 +49,7 @@ _P28 = (
 )
 _M29 = "RELEASE.md 'For Release 2.9 and 2.10' CUDA matrix (pytorch/pytorch#164471, #175253 diff)"
 _M211 = "RELEASE.md 'For Release 2.11' (pytorch/pytorch#175253); get_arch_list() in #182250"
+_V211 = "get_arch_list() of 2.11.0+cu130 on the lent H200 (tests/fixtures/verify/h200-1x.json)"
 _M212 = "RELEASE.md 'For Release 2.12, 2.13 and 2.14' (pytorch/pytorch#182849, #187075, #194367)"
 _M215 = (
     "pytorch/pytorch#190385 (RFC: 2.15 drops cu126, keeps 13.0 and 13.2), "
@@ -56,6 +57,15 @@ _M215 = (
     "13.0/13.2 as in 2.14 (the RFC keeps both unchanged)"
 )
 
+# 2.11 moved CUDA 13.0 to PyPI, and "if we are to promote 13 to pypi, +PTX have to be
+# dropped" (malfet, review of pytorch/pytorch#175253): the real 2.11.0+cu130 wheel prints
+# sm_75..sm_120 and no compute_120 (tests/fixtures/verify/h200-1x.json, get_arch_list() on the
+# lent H200), although RELEASE.md kept writing "12.0+PTX" for 13.0 from 2.9 to 2.14. The
+# 13.x rows from 2.11 on follow the wheel, not that line; 2.12-2.15 keep a 13.x build on PyPI
+# (RFCs #178665, #190355, #190385), so the same size limit holds. Claiming no PTX where some
+# exists only turns a JIT "warn" into "no kernels" for a cc above 12.0 of which only 12.1 is
+# published (reached by sm_120 SASS anyway).
+_CU13_PYPI = "7.5;8.0;8.6;9.0;10.0;12.0"
 _LEGACY = "5.0;6.0;7.0;7.5;8.0;8.6;9.0"
 _CU118 = "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0"
 _CU128_VOLTA = "7.0;7.5;8.0;8.6;9.0;10.0;12.0"
@@ -85,20 +95,22 @@ TORCH_BUILDS: tuple[TorchBuild, ...] = (
     TorchBuild("2.10", "cu126", _LEGACY, _M29),
     TorchBuild("2.10", "cu128", _CU128_VOLTA, _M29 + "; get_arch_list() in #182250"),
     TorchBuild("2.10", "cu130", _CU13, _M29),
+    # cu126 and cu128 as printed by the real wheels in pytorch/pytorch#182250
+    # (tests/fixtures/public/torch-arch-lists-pytorch-182250.txt)
     TorchBuild("2.11", "cu126", _LEGACY, _M211),
     TorchBuild("2.11", "cu128", _CU128, _M211),  # Volta dropped: pytorch/pytorch#172352
-    TorchBuild("2.11", "cu130", _CU13, _M211),
+    TorchBuild("2.11", "cu130", _CU13_PYPI, f"{_V211}; {_M211}"),
     TorchBuild("2.12", "cu126", _LEGACY, _M212),  # cu128 removed: pytorch/pytorch#178665
-    TorchBuild("2.12", "cu130", _CU13, _M212),
-    TorchBuild("2.12", "cu132", _CU13, _M212),
+    TorchBuild("2.12", "cu130", _CU13_PYPI, _M212),
+    TorchBuild("2.12", "cu132", _CU13_PYPI, _M212),
     TorchBuild("2.13", "cu126", _LEGACY, _M212),
-    TorchBuild("2.13", "cu130", _CU13, _M212),
-    TorchBuild("2.13", "cu132", _CU13, _M212),
+    TorchBuild("2.13", "cu130", _CU13_PYPI, _M212),
+    TorchBuild("2.13", "cu132", _CU13_PYPI, _M212),
     TorchBuild("2.14", "cu126", _LEGACY, _M212),
-    TorchBuild("2.14", "cu130", _CU13, _M212),
-    TorchBuild("2.14", "cu132", _CU13, _M212),
-    TorchBuild("2.15", "cu130", _CU13, _M215),
-    TorchBuild("2.15", "cu132", _CU13, _M215),
+    TorchBuild("2.14", "cu130", _CU13_PYPI, _M212),
+    TorchBuild("2.14", "cu132", _CU13_PYPI, _M212),
+    TorchBuild("2.15", "cu130", _CU13_PYPI, _M215),
+    TorchBuild("2.15", "cu132", _CU13_PYPI, _M215),
 )
 
 
