@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.facts.binary_compat import parse_arch_list, ptx_runs, sass_runs
 from gpudash.checks.facts.cuda_driver import MVC_MIN_DRIVER, NATIVE_MIN_DRIVER
-from gpudash.checks.facts.engines import ENGINE_BUILDS, ENGINE_FLOOR
 from gpudash.checks.facts.torch_builds import TorchBuild, builds_of, release_key, releases
 from gpudash.versions import compare, parse_version
 
@@ -332,41 +331,3 @@ def suggest_fix(
     if best.build is not None:
         options.append(f"torch {best.build.release} {best.build.variant}")
     return "use " + " or ".join(dict.fromkeys(options)) if options else best.why
-
-
-def engine_runs_here(
-    package: str, version: str | None, cuda: tuple[int, int] | None, ccs: Sequence[str | None]
-) -> Verdict:
-    """Whether an installed engine wheel (flashinfer, sgl-kernel, vllm) has kernels for `ccs`.
-
-    Below the engine's floor is a FAIL; a cc covered only by JIT (flashinfer compiles at run
-    time) or by a row not read at the installed version is a WARN saying so.
-    """
-    floor = ENGINE_FLOOR.get(package)
-    if floor is None:
-        return Verdict(WARN, "unknown", "", (), f"{package} is not in gpudash's facts")
-    series = ".".join((version or "").split(".")[:2])
-    rows = [r for r in ENGINE_BUILDS if r.package == package and r.versions == series] or [
-        r for r in ENGINE_BUILDS if r.package == package
-    ]
-    row = next(
-        (r for r in rows if cuda is not None and r.cuda_below and cuda < r.cuda_below), rows[-1]
-    )
-    fits = []
-    for text in ccs:
-        cc = _cc(text)
-        if cc is not None and cc < floor:
-            fits.append(GpuFit(text or "", "none", ""))
-        else:
-            fits.append(gpu_fit(row.arch_list, text))
-    reason = _gpu_reason(f"{package} {version or ''}".strip(), fits)
-    below = [f.cc for f in fits if f.how == "none" and (_cc(f.cc) or (99, 0)) < floor]
-    if below:
-        reason = (
-            f"{package} needs compute capability >= {floor[0]}.{floor[1]}; GPU cc "
-            f"{', '.join(below)} is below it"
-        )
-    sev = _worst([f.severity for f in fits])
-    if package == "flashinfer" and sev == FAIL and not below:
-        sev = WARN  # flashinfer-python JIT-compiles for GPUs its cache lacks
-    return Verdict(sev, "unknown", "", tuple(fits), reason)

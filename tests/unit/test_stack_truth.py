@@ -10,12 +10,12 @@ import re
 
 import pytest
 
+from gpudash.checks.engine_fit import engine_runs_here
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.facts.binary_compat import Target, ptx_runs, sass_runs
 from gpudash.checks.facts.torch_builds import TORCH_BUILDS, find
 from gpudash.checks.stack import (
     choose_torch,
-    engine_runs_here,
     suggest_fix,
     torch_runs_here,
 )
