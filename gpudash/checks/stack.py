@@ -8,7 +8,7 @@ A cc newer than gpudash's facts is said to be unknown, never failed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from gpudash.checks.facts import FACTS_DATE
@@ -229,6 +229,7 @@ def choose_torch(
     pin_torch: str | None = None,
     pin_cuda: str | None = None,
     reported_cuda: str | None = None,
+    broken: Collection[int] = (),
 ) -> Choice:
     """The newest torch release with a variant that runs on every GPU under `driver`.
 
@@ -236,13 +237,28 @@ def choose_torch(
     `pin_torch` ("2.9.*", "2.9") and `pin_cuda` ("cu126") narrow the candidates; a pin that
     cannot run is refused with the reason of the pinned build itself. A GPU without a known
     cc, or a driver of unknown version, is a refusal that says so: never a guess.
+
+    One exception: GPUs the driver reports broken (`broken`: indices in ERR!, whose cc cannot
+    be read) on a host whose readable GPUs are all one compute capability. A host of 8 is one
+    model in practice, and a broken GPU runs nothing anyway: the choice is made from the
+    others and says, as a warning, which GPU it could not look at.
     """
-    missing = [str(i) for i, cc in enumerate(ccs) if _cc(cc) is None]
+    missing = [i for i, cc in enumerate(ccs) if _cc(cc) is None]
+    readable = {cc for cc in ccs if _cc(cc) is not None}
+    warning = ""
+    if missing and set(missing) <= set(broken) and len(readable) == 1:
+        others = [cc for cc in ccs if _cc(cc) is not None]
+        shown = ", ".join(map(str, missing))
+        warning = (
+            f"; warn: GPU {shown} in error (cc unknown) left out: chosen from the other "
+            f"{len(others)}, all cc {others[0]}; check GPU {shown} runs this build once repaired"
+        )
+        ccs, missing = others, []
     if missing:
         return Choice(
             None,
             None,
-            f"compute capability unknown for GPU {', '.join(missing)}: "
+            f"compute capability unknown for GPU {', '.join(map(str, missing))}: "
             'cannot tell which wheels have its kernels; set cuda = "cuNNN"',
         )
     if parse_version(driver) is None and _cc(reported_cuda) is None:
@@ -266,7 +282,7 @@ def choose_torch(
                 last = (build, v)  # pinned: the newest pinned build; else the oldest tried
         if ok:
             build, v = min(ok, key=lambda bv: _rank(bv[1]))
-            return Choice(build, v, _why(build, v))
+            return Choice(build, v, _why(build, v) + warning)
     pins = " ".join(p for p in (f"torch {pin_torch}" if pin_torch else "", pin_cuda or "") if p)
     if last is None:
         what = f"no torch build in gpudash's facts (of {FACTS_DATE}) matches {pins or 'this host'}"

@@ -41,6 +41,9 @@ class Facts:
     sites: tuple[tuple[str, bool, str], ...] = ()
     """The probe's network check, per named site: (host, reached, why not). Empty when it
     did not look (or named only IP literals, which say nothing about the internet)."""
+    broken: tuple[int, ...] = ()
+    """Positions in `ccs` of GPUs nvidia-smi shows in error (ERR!): the torch choice may
+    leave them out when the others are one model (gpudash.checks.stack.choose_torch)."""
 
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
@@ -49,7 +52,8 @@ class Facts:
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
             return cls(sites=sites)
-        ccs = tuple(g.cc or None for g in getattr(gpus, "gpus", ()))
+        listed = tuple(getattr(gpus, "gpus", ()))
+        ccs = tuple(g.cc or None for g in listed)
         return cls(
             getattr(gpus, "cuda_version", None),
             ccs,
@@ -57,6 +61,7 @@ class Facts:
             driver_version=getattr(gpus, "driver_version", None),
             gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
             sites=sites,
+            broken=tuple(i for i, g in enumerate(listed) if getattr(g, "error", False)),
         )
 
 
@@ -185,7 +190,12 @@ def _pick(spec: TaskSpec, facts: Facts) -> TorchPick:
         return TorchPick(value, None, f"cuda = {value} (set; the probe found no GPU)")
     pin_cuda = None if value == "auto" else value
     choice = choose_torch(
-        facts.driver_version, facts.ccs, pin_torch, pin_cuda, reported_cuda=facts.driver_cuda
+        facts.driver_version,
+        facts.ccs,
+        pin_torch,
+        pin_cuda,
+        reported_cuda=facts.driver_cuda,
+        broken=facts.broken,
     )
     if choice.build is not None:
         return TorchPick(choice.build.variant, choice.build.release, choice.why)
