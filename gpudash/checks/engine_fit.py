@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpudash.checks.cuda import can_target
-from gpudash.checks.facts.engines import ENGINE_BUILDS, ENGINE_FLOOR
+from gpudash.checks.facts.binary_compat import parse_arch_list
+from gpudash.checks.facts.engines import ENGINE_BUILDS, ENGINE_FLOOR, EngineBuild, floor_of
 from gpudash.checks.stack import FAIL, WARN, GpuFit, Verdict, _cc, _gpu_reason, _worst, gpu_fit
 
 
@@ -36,6 +37,10 @@ def _flashinfer_blind(fits: list[GpuFit], cuda: tuple[int, int]) -> tuple[list[G
     return out, "; ".join(dict.fromkeys(why))
 
 
+def _lowest(row: EngineBuild) -> tuple[int, int]:
+    return min((t.cc for t in parse_arch_list(row.arch_list)), default=(0, 0))
+
+
 def engine_runs_here(
     package: str, version: str | None, cuda: tuple[int, int] | None, ccs: Sequence[str | None]
 ) -> Verdict:
@@ -44,9 +49,9 @@ def engine_runs_here(
     Below the engine's floor is a FAIL; a cc covered only by JIT (flashinfer compiles at run
     time) or by a row not read at the installed version is a WARN saying so.
     """
-    floor = ENGINE_FLOOR.get(package)
-    if floor is None:
+    if package not in ENGINE_FLOOR:
         return Verdict(WARN, "unknown", "", (), f"{package} is not in gpudash's facts")
+    floor, known_from, floor_source = floor_of(package, version)
     series = ".".join((version or "").split(".")[:2])
     rows = [r for r in ENGINE_BUILDS if r.package == package and r.versions == series] or [
         r for r in ENGINE_BUILDS if r.package == package
@@ -59,8 +64,15 @@ def engine_runs_here(
         cc = _cc(text)
         if cc is not None and cc < floor:
             fits.append(GpuFit(text or "", "none", ""))
+        elif cc is not None and cc < known_from:  # between two releases' stated floors
+            fits.append(GpuFit(text or "", "unknown", ""))
         else:
-            fits.append(gpu_fit(row.arch_list, text))
+            fit = gpu_fit(row.arch_list, text)
+            if fit.how == "none" and floor_source and cc is not None and cc < _lowest(row):
+                # The arch-list row was read at another commit; this release's own docs put
+                # its floor at or below this cc, and no row read says otherwise for it.
+                fit = GpuFit(text or "", "stated", "")
+            fits.append(fit)
     label = f"{package} {version or ''}".strip()
     reason = _gpu_reason(label, fits)
     blind = ""
@@ -71,7 +83,13 @@ def engine_runs_here(
     if below:
         reason = (
             f"{package} needs compute capability >= {floor[0]}.{floor[1]}; GPU cc "
-            f"{', '.join(below)} is below it"
+            f"{', '.join(below)} is below it" + (f" ({floor_source})" if floor_source else "")
+        )
+    between = [f.cc for f in fits if f.how == "unknown" and (_cc(f.cc) or (99, 0)) < known_from]
+    if between and not below:
+        reason = (
+            f"whether {label} runs on cc {', '.join(between)} is unknown: its floor is "
+            f"{floor[0]}.{floor[1]} or {known_from[0]}.{known_from[1]} ({floor_source})"
         )
     sev = _worst([f.severity for f in fits])
     if package == "flashinfer" and sev == FAIL and not below and not blind:

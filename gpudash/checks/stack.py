@@ -66,12 +66,12 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 @dataclass(frozen=True)
 class GpuFit:
     cc: str
-    how: str  # "sass" | "sass_compat" | "ptx" | "none" | "unknown" | "no_cc"
-    matched: str  # "sm_100" / "compute_120" / ""
+    how: str  # "sass" | "sass_compat" | "stated" | "ptx" | "none" | "unknown" | "no_cc"
+    matched: str  # "sm_100" / "compute_120" / ""; "stated": the release's own docs say so
 
     @property
     def severity(self) -> str:
-        return {"sass": OK, "sass_compat": OK, "none": FAIL}.get(self.how, WARN)
+        return {"sass": OK, "sass_compat": OK, "stated": OK, "none": FAIL}.get(self.how, WARN)
 
 
 @dataclass(frozen=True)

@@ -115,3 +115,21 @@ def test_a_flashinfer_cu124_wheel_on_a_b200_host_is_a_fail_finding():
     found = _findings(host("dgx-h200", gpus=B200, env={"venvs": venvs}))
     f = found["wheels.flashinfer_cannot_target_gpu"]
     assert f.severity is Severity.FAIL and "sm_100" in f.title
+
+
+@pytest.mark.parametrize(
+    ("version", "cc", "severity"),
+    [
+        ("0.9.2", "7.0", "ok"),  # docs at v0.9.0: "compute capability 7.0 or higher"
+        ("0.14.0", "7.0", "ok"),  # docs at v0.14.0: the same
+        ("0.14.0", "6.1", "fail"),
+        ("0.17.1", "7.0", "warn"),  # 0.15-0.20 not read: 7.0 or 7.5, unknown which
+        ("0.21.0", "7.0", "fail"),  # docs at v0.21.0: "compute capability 7.5 or higher"
+        ("0.21.0", "7.5", "ok"),
+    ],
+)
+def test_vllm_floors_come_from_each_releases_own_docs(version, cc, severity):
+    v = engine_runs_here("vllm", version, (12, 8), [cc])
+    assert v.severity == severity, v
+    if severity == "fail" and cc == "7.0":
+        assert "vllm-project/vllm@v0.21.0" in v.reason
