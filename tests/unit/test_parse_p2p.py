@@ -48,6 +48,7 @@ def test_a_topo_m_matrix_is_not_taken_for_a_p2p_one():
 @pytest.mark.parametrize(
     "text",
     ["", "GPU0", " GPU0\tGPU1\n GPU0\tX\tWAT\n GPU1", "GPU0 " * 5000 + "\nGPU0 " + "X " * 9000],
+    ids=["empty", "label", "odd-cell", "huge"],
 )
 def test_odd_input_never_raises(text):
     m = parse_p2p(text)
