@@ -13,6 +13,7 @@ from gpudash.checks.facts.gpu_identity import GPUS
 from gpudash.probe.arch import cc_from_name as cc_from_token
 from gpudash.probe.gpu_ids import cc_from_name, cc_from_pci_id
 from tests.support import FIXTURES
+from tests.support.hosts import host
 
 PUBLIC = FIXTURES / "public"
 
@@ -113,3 +114,15 @@ def test_an_id_or_name_not_in_the_table_is_unknown_not_guessed():
     assert cc_from_pci_id("8086:2335") is None  # another vendor's device 2335
     assert cc_from_name("NVIDIA H") is None
     assert cc_from_name("NVIDIA RTX PRO 6...") is None  # too short to be the table's cut
+
+
+def test_the_gpus_section_takes_the_cc_from_the_device_id_when_the_driver_has_no_compute_cap():
+    """The probe's fallback query (QUERY_FIELDS_MIN, for drivers without compute_cap): the
+    V100 SXM2 32GB's id 0x1DB510DE (pci.ids) gives 7.0 although the name says nothing."""
+    query = (
+        "index, name, uuid, pci.bus_id, memory.total [MiB], memory.used [MiB], "
+        "driver_version, pci.device_id\n"
+        "0, Graphics Device, GPU-0, 00000000:06:00.0, 32510 MiB, 0 MiB, 470.82.01, 0x1DB510DE\n"
+    )
+    gpu = host(gpus={"query": query}).sections["gpus"].data.gpus[0]
+    assert (gpu.cc, gpu.cc_source) == ("7.0", "pci_id")
