@@ -110,9 +110,9 @@ RUNS = [
         ["sass"],
     ),
     (
-        "unknown cc 13.0 with PTX (2.10 cu130): warn, not fail",
-        "2.10",
-        "cu130",
+        "unknown cc 13.0 with PTX (2.8 cu129): warn, not fail",
+        "2.8",
+        "cu129",
         "580.65.06",
         ["13.0"],
         "warn",
