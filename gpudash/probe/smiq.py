@@ -61,7 +61,8 @@ class GpuHealth:
     repair_pending: tuple[str, ...] = ()  # "Channel Repair Pending: Yes" etc. (Blackwell)
     unrepairable_memory: bool | None = None
     recovery_action: str | None = None  # "GPU Recovery Action" (None = not reported)
-    fabric_state: str | None = None
+    fabric_state: str | None = None  # "Fabric / State": "Completed", "In Progress", ...
+    fabric_status: str | None = None  # "Fabric / Status": "Success", "Insufficient Resources"
 
     @property
     def key(self) -> str | None:
@@ -171,6 +172,7 @@ def _gpu(bus: str, kv: dict[tuple[str, ...], str]) -> GpuHealth:
         unrepairable_memory=_flag(kv.get(("ECC Errors", "Unrepairable Memory"))),
         recovery_action=_text(kv.get(("GPU Recovery Action",))),
         fabric_state=_text(kv.get(("Fabric", "State"))),
+        fabric_status=_text(kv.get(("Fabric", "Status"))),
     )
 
 
