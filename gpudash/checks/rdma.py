@@ -41,7 +41,9 @@ def rdma_findings(
         down += [(name, p) for p in members if p.state != "ACTIVE"]
         rates = [p.rate_gbps for p in up if p.rate_gbps]
         if len(rates) >= 2:
-            common = Counter(rates).most_common(1)[0][0]
+            counts = Counter(rates)
+            top = max(counts.values())
+            common = max(r for r, n in counts.items() if n == top)  # a tie: the faster is due
             slow += [(name, common, p) for p in up if p.rate_gbps and p.rate_gbps < common]
     src = "/sys/class/infiniband (or ibstat): state, rate, link layer, HCA type"
     if down:

@@ -20,6 +20,11 @@ _KV = re.compile(r"^(\s*)([^:]{1,80}?)\s*(?::\s?(.*))?$")
 _INT = re.compile(r"^\s*(\d{1,12})(?![\d.])")
 _REASON_BLOCKS = ("Clocks Event Reasons", "Clocks Throttle Reasons")
 _NOT_REASONS = ("Clocks Event Reasons Counters",)
+# Block names a pasted excerpt may start with, flush left (`nvidia-smi -q | grep -A 4 Fabric`).
+_BLOCKS = frozenset(
+    ("Fabric", "Remapped Rows", "Retired Pages", "ECC Errors", "ECC Mode", "PCI",
+     "Utilization", *_REASON_BLOCKS)
+)  # fmt: skip
 
 # Clock event reasons that mean the GPU is being slowed by hardware or heat (NVML
 # nvmlClocksEventReasons, https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html):
@@ -104,8 +109,9 @@ def parse_smi_q(text: str) -> SmiReport:
         if not m or not m.group(2).strip():
             continue
         indent, key, value = len(m.group(1).expandtabs()), m.group(2).strip(), m.group(3)
-        if current is None and indent > 0 and not gpus:
-            # A pasted excerpt of one GPU's block, without its "GPU ..." header.
+        if current is None and not gpus and (indent > 0 or (value is None and key in _BLOCKS)):
+            # A pasted excerpt of one GPU's block, without its "GPU ..." header (indented as
+            # in the report, or its first block name flush left, as a grep prints it).
             bus, current, stack = "", {}, []
         if current is None:
             if value is not None and key == "Driver Version":
