@@ -56,7 +56,8 @@ def _evidence(verify: Any) -> list[str]:
         *(getattr(result, "gpus", None) or ()),
         *(getattr(result, "engines", None) or ()),
     ]
-    return [e for p in parts if isinstance(e := getattr(p, "error", None), str)]
+    errors = [e for p in parts if isinstance(e := getattr(p, "error", None), str)]
+    return errors + [f for f in getattr(result, "failures", ()) if isinstance(f, str)]
 
 
 def check_health(

@@ -227,3 +227,24 @@ def test_a_bus_that_shows_none_of_the_gpus_nvidia_smi_lists_was_not_really_read(
     found = check_health(h200(pci=()))
     f = next(x for x in found if x.code == "health.pci_unreadable")
     assert "shows no NVIDIA GPU while nvidia-smi lists 1" in f.title
+
+
+def test_a_verify_run_that_hit_cuda_802_points_to_the_fabric() -> None:
+    """Through the check's own context: the verify section's torch error (the text CUDA prints
+    for 802) and the system section's uptime reach the fabric verdict."""
+    from gpudash.checks.context import Context
+    from gpudash.checks.health import check
+    from gpudash.probe.sections.system import System
+    from gpudash.probe.sections.verify import VerifySection
+    from gpudash.probe.verify import VerifyResult, VerifyTorch
+
+    err = "RuntimeError: CUDA error: system not yet initialized (error 802)"
+    verify = VerifySection(VerifyResult("fail", torch=VerifyTorch(error=err)))
+    sections = {"health": h200(), "verify": verify, "system": System(uptime_s=9000.0)}
+    f = next(x for x in check(Context(None, None, (), sections)) if x.code == "health.cuda_802")
+    assert f.severity is Severity.FAIL and "fabric state not reported" in f.title
+    sections["health"] = h200(gpus=_fabric("In Progress", "N/A"))
+    found = {x.code: x for x in check(Context(None, None, (), sections))}
+    assert "health.cuda_802" not in found  # the fabric finding carries it instead
+    assert found["health.fabric_state"].facts["cuda_error_802"] == err
+    assert found["health.fabric_state"].severity is Severity.FAIL  # 150 min after boot

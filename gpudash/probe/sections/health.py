@@ -357,12 +357,15 @@ def summary(data: Health) -> str:
         bits.append(f"{len(lost)} lost ({', '.join(lost[:3])})")
     k = data.kernel
     if k.source is None:
-        bits.append("kernel log unreadable")
+        bits.append(f"kernel log not read ({(k.why_unreadable or '?')[:60]})")
     else:
         xids = sorted({e.xid for e in k.xids})
         bits.append(f"Xid {','.join(map(str, xids[:6]))}" if xids else f"no Xid ({k.source})")
         if k.fallen_off:
             bits.append(f"fallen off the bus: {', '.join(k.fallen_off[:3])}")
+    waiting = [g for g in data.gpus if g.fabric_state not in (None, "Completed", "Not Supported")]
+    if waiting:
+        bits.append(f"fabric {waiting[0].fabric_state} on {len(waiting)}")
     fm = data.fabric_manager
     if fm is not None:
         bits.append(f"fabric manager {fm.active or '?'}")
