@@ -147,11 +147,11 @@ def test_a_fabric_manager_that_does_not_match_the_driver_is_a_fail(
 def test_xid_119_in_every_log_format_is_a_gsp_fail_with_its_fix(
     sshd: Sshd, fake_host: FakeHost, tmp_path: Path
 ) -> None:
-    """A real Xid 119 (leptonai/gpud#500) behind the 15 prefixes dmesg and journalctl print."""
+    """A real Xid 119 (leptonai/gpud#500) behind the 17 prefixes dmesg and journalctl print."""
     fakegpu.install(fake_host.bin_dir, {**BASE, "dmesg.txt": PUB / "xid-119-varied-prefixes.txt"})
     found = health(check(sshd, fake_host, tmp_path))
     xid = found["health.xid_119"]
-    assert xid["severity"] == "fail" and "(x15)" in xid["title"]
+    assert xid["severity"] == "fail" and "(x17)" in xid["title"]
     assert "NVreg_EnableGpuFirmware=0" in xid["fix"]
     assert xid["facts"]["judged_from"] == "kernel log (dmesg)"
 

@@ -115,7 +115,7 @@ def test_xid_119_in_every_log_format_comes_through_the_shell(tmp_path: Path, she
     for name, awk_dir in _awks(tmp_path):
         env = _host_with(tmp_path / name, PUB / "xid-119-varied-prefixes.txt", awk_dir)
         _, h = run_section(health, env, shell=shell)
-        assert [(e.xid, e.bus, e.count) for e in h.kernel.xids] == [(119, "0000:9b:00", 15)]
+        assert [(e.xid, e.bus, e.count) for e in h.kernel.xids] == [(119, "0000:9b:00", 17)]
 
 
 def test_a_host_without_awk_has_its_kernel_log_not_read(tmp_path: Path) -> None:
@@ -170,3 +170,24 @@ def _sysfs_has_nvidia() -> bool:
         (d / "vendor").exists() and (d / "vendor").read_text().strip() == "0x10de"
         for d in (devices.iterdir() if devices.is_dir() else ())
     )
+
+
+def _h200_formats() -> dict[str, str]:
+    """The lent H200's own NVRM lines in every dmesg time format (raw/dmesg_formats.txt)."""
+    text = (FIXTURES / "h200-device" / "health" / "raw" / "dmesg_formats.txt").read_text()
+    out: dict[str, str] = {}
+    for block in text.split("## dmesg")[1:]:
+        head, _, body = block.partition("\n")
+        out[head.split("|")[0].strip() or "plain"] = body.split("## rc")[0]
+    return out
+
+
+@pytest.mark.parametrize("fmt", list(_h200_formats()))
+def test_the_real_h200s_log_in_every_dmesg_format_is_read_and_clean(tmp_path: Path, fmt) -> None:
+    """No Xid on the healthy H200, whatever format its dmesg printed: read (never "not
+    read"), its NVRM lines kept, nothing found."""
+    log = tmp_path / "nvrm.txt"
+    log.write_text(_h200_formats()[fmt])
+    parts, h = run_section(health, _host_with(tmp_path, log, _awks(tmp_path)[0][1]))
+    assert h.kernel.source == "dmesg" and h.kernel.xids == () and h.kernel.fallen_off == ()
+    assert parts["klog"].text.count("NVRM:") == 3 and h.kernel.lines_read == 3

@@ -31,11 +31,11 @@ def test_an_xid_is_read_behind_every_prefix_dmesg_and_journalctl_print(line: str
 
 
 def test_every_format_of_one_gpus_xid_119_is_one_counted_gsp_fail_with_its_fix() -> None:
-    klog = parse_klog("@try dmesg\n" + "\n".join(PREFIXED) + "\n@end 0 15 15 0")
+    klog = parse_klog("@try dmesg\n" + "\n".join(PREFIXED) + "\n@end 0 17 17 0")
     (e,) = klog.xids
-    assert e.count == len(PREFIXED) == 15
+    assert e.count == len(PREFIXED) == 17
     f = next(x for x in check_health(h200(kernel=klog)) if x.code == "health.xid_119")
-    assert f.severity is Severity.FAIL and "(x15)" in f.title
+    assert f.severity is Severity.FAIL and "(x17)" in f.title
     assert "NVreg_EnableGpuFirmware=0" in f.fix and "Reset the GPU" in f.fix
     assert f.facts["workaround_source"] == xid_facts.GSP_SOURCE
     assert f.facts["judged_from"] == "kernel log (dmesg)"
