@@ -191,3 +191,19 @@ def test_the_real_h200s_log_in_every_dmesg_format_is_read_and_clean(tmp_path: Pa
     parts, h = run_section(health, _host_with(tmp_path, log, _awks(tmp_path)[0][1]))
     assert h.kernel.source == "dmesg" and h.kernel.xids == () and h.kernel.fallen_off == ()
     assert parts["klog"].text.count("NVRM:") == 3 and h.kernel.lines_read == 3
+
+
+def test_the_probe_keeps_a_fatal_nvlink5_xid_apart_from_its_nonfatal_burst(tmp_path: Path) -> None:
+    """leptonai/gpud#1174's NETIR Fatal Xid 149 between two of its RLW Nonfatal lines, all
+    on one GPU and numbered 149 (the only changes): the filter keeps the first and the last
+    line per key, so were fatal and non-fatal one key the Fatal line would be lost."""
+    lines = (PUB / "xid-kmsg-nvlink5-149-145-94.txt").read_text().splitlines()
+    fatal = lines[0].replace("PCI:0019:01:00", "PCI:0018:01:00")
+    nonfatal = lines[2].replace("): 145,", "): 149,")
+    log = tmp_path / "nvlink5.txt"
+    log.write_text("\n".join([nonfatal, fatal, nonfatal]) + "\n")
+    for name, awk_dir in _awks(tmp_path):
+        parts, h = run_section(health, _host_with(tmp_path / name, log, awk_dir))
+        assert "NETIR Fatal" in parts["klog"].text, name
+        got = [(e.xid, e.count, "Nonfatal" not in e.text) for e in h.kernel.xids]
+        assert got == [(149, 2, False), (149, 1, True)], name

@@ -61,7 +61,8 @@ match(line, /NVRM: Xid \([^)]*\): *[0-9]+/) {{
   s = substr(line, RSTART, RLENGTH); code = s; sub(/.*\): */, "", code)
   bus = s; sub(/^NVRM: Xid \(/, "", bus); sub(/\).*/, "", bus); sub(/^PCI:/, "", bus)
   lc = tolower(line); f = ""
-  if (lc !~ /(^|[^a-z])non-?fatal([^a-z]|$)/ && lc ~ /(^|[^a-z])fatal([^a-z]|$)/) f = " F"
+  nf = (lc ~ /(^|[^a-z0-9_])non-?fatal([^a-z0-9_]|$)/)
+  if (!nf && lc ~ /(^|[^a-z0-9_])fatal([^a-z0-9_]|$)/) f = " F"
   k = tolower(bus) " " (code + 0) f
   if (!(k in cnt)) {{
     if (index(low, " " (code + 0) " ")) {{ if (nl >= lowmax) {{ drop++; next }}; nl++ }}
