@@ -111,7 +111,7 @@ def _ok(health: Any) -> list[Finding]:
             "GPU health: nothing wrong in "
             + ", ".join(seen)
             + (f" (not read: {', '.join(unread)})" if unread else ""),
-            facts={"looked_at": seen, "not_read": unread},
+            facts={"looked_at": seen, "not_read": unread, "judged_from": ", ".join(seen)},
         )
     ]
 

@@ -248,3 +248,26 @@ def test_a_verify_run_that_hit_cuda_802_points_to_the_fabric() -> None:
     assert "health.cuda_802" not in found  # the fabric finding carries it instead
     assert found["health.fabric_state"].facts["cuda_error_802"] == err
     assert found["health.fabric_state"].severity is Severity.FAIL  # 150 min after boot
+
+
+def test_every_health_finding_says_what_it_was_judged_from() -> None:
+    """Many faults at once (each from a test above): no finding without its source."""
+    klog, gpus = _memory_host()
+    fm = parse_fabric_manager(pub("systemctl-fabricmanager-failed-nvsentinel883-partial.txt"), "")
+    slow = parse_smi_q(pub("q-performance-varied-hw-slowdown.txt")).gpus
+    health = h200(
+        kernel=klog,
+        gpus=gpus + slow + _fabric("In Progress", "N/A"),
+        fabric_manager=fm,
+        pci=parse_pci(pub("lspci-4x-26b9.txt")),
+        rdma=parse_rdma(pub("ibstat-a100-mlx5_1-down-partial.txt")),
+        shm_kib=65536,
+        daemons=(),
+    )
+    found = check_health(health, uptime_s=9000, evidence=["CUDA error 802"])
+    assert len({f.code for f in found}) >= 9, [f.code for f in found]
+    assert all(f.facts.get("judged_from") for f in found), [
+        f.code for f in found if not f.facts.get("judged_from")
+    ]
+    for ok in (check_health(h200()), check_health(h200(pci=None))):
+        assert [f.facts["judged_from"] for f in ok if f.code == "health.ok"]
