@@ -138,3 +138,13 @@ def test_an_older_captures_klog_part_still_parses() -> None:
     ).read_text()
     klog = parse_klog(saved)
     assert klog.source == "dmesg" and klog.lines_read and not klog.truncated
+
+
+def test_nvrm_lines_without_an_xid_are_no_xid_in_any_prefix() -> None:
+    """talosctl's prefix carries a bracketed ISO stamp and colons (open-gpu-kernel-modules#446);
+    the H200's own lines in eight dmesg formats: none is read as an Xid."""
+    talos = pub("talos-kern-warning-nvrm-446-partial.txt")
+    formats = (FIXTURES / "h200-device" / "health" / "raw" / "dmesg_formats.txt").read_text()
+    for text in (talos, formats):
+        events = parse_kernel_log(text)
+        assert events.xids == () and events.fallen_off == () and events.dropped == 0
