@@ -271,3 +271,15 @@ def test_every_health_finding_says_what_it_was_judged_from() -> None:
     ]
     for ok in (check_health(h200()), check_health(h200(pci=None))):
         assert [f.facts["judged_from"] for f in ok if f.code == "health.ok"]
+
+
+def test_a_pre_ampere_xid_48_leads_to_its_gpus_pending_page_blacklist() -> None:
+    """gpu-operator#1146's Xid 48 on the Azure fixture's second GPU (its bus the only change):
+    the GPU retires pages instead of remapping rows, and one is pending."""
+    log = pub("xid-48-syslog-gpuop1146-partial.txt").replace("PCI:0000:07:00", "PCI:0002:00:00")
+    klog = parse_klog(f"@try journalctl\n{log}\n@end 0 1 1 0")
+    gpus = parse_smi_q(pub("q-retired-pages-azurehpc-8x.txt")).gpus
+    found = [f for f in check_health(h200(kernel=klog, gpus=gpus)) if f.code == "health.memory_xid"]
+    (joined,) = found
+    assert joined.title.startswith("GPU 1 (0002:00:00) memory error (Xid 48): a repair is pending")
+    assert joined.facts["retired_pages_pending"] is True and joined.facts["retired_pages_dbe"] == 61
