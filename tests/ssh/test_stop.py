@@ -239,3 +239,13 @@ def test_a_hostile_service_record_signals_nothing(
     finally:
         sentinel.kill()
         sentinel.wait()
+
+
+def test_the_shell_completes_stops_tasks_then_hosts(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    config = write_config(sshd, [fake_host], tmp_path / "c.toml")
+    assert main(["__complete", "--config", config, "stop", "l"]) == 0
+    assert capsys.readouterr().out.split() == ["long"]
+    assert main(["__complete", "--config", config, "stop", "long", ""]) == 0
+    assert capsys.readouterr().out.split() == ["h0"]
