@@ -64,6 +64,7 @@ class StopResult:
     service_pids: int = 0
     gpu: GpuRelease | None = None
     error: str | None = None
+    state_marked: bool = False  # its serve state file now says "stopped"
 
     @property
     def nothing_running(self) -> bool:
@@ -120,6 +121,7 @@ def survey_script(task: str, root: str | None = None) -> str:
 
 _SERVICE = """
 S=
+SS=
 if [ -e "$J/service.pgid" ]; then
     S=$(head -c 32 "$J/service.pgid" 2>/dev/null)
     case $S in
@@ -139,7 +141,7 @@ if [ -n "$S" ]; then
         [ -e "$J/sudo" ] && sudo -n kill -"$1" -- -"$S" 2>/dev/null
     }
     if ! alive; then
-        echo "service-state gone"
+        SS=gone
     else
         signal TERM
         i=0
@@ -147,10 +149,26 @@ if [ -n "$S" ]; then
         if alive; then signal KILL; fi
         i=0
         while alive && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-        if alive; then echo "service-state survived"; else echo "service-state stopped"; fi
+        if alive; then SS=survived; else SS=stopped; fi
     fi
+    echo "service-state $SS"
     alive || rm -f "$J/service.pgid"
     for p in $M; do echo "spid $p"; done
+fi
+# The serve state file says "stopped" once what it describes was stopped here, so that a
+# probe reads a stop, not an engine that died ("exited"): the top-level "state" and
+# "updated" of the supervisor's one-line JSON, rewritten as tmp + mv, like it writes it.
+F="$HOME/.cache/gpudash/serve/$GPUDASH_TASK.json"
+if [ -f "$F" ] && [ "$SS" != survived ] && { [ -n "$SS" ] || [ "$GPUDASH_CANCELLED" = 1 ]; }; then
+    now=$(date +%s)
+    umask 077  # the state file is 0600, as the supervisor writes it
+    up='s/"updated": *[0-9.eE+-]*/"updated": '"$now"'/'
+    if sed -e 's/"state": *"[a-z]*"/"state": "stopped"/' -e "$up" "$F" > "$F.tmp.$$" &&
+        mv -f "$F.tmp.$$" "$F"; then
+        echo "state-file stopped"
+    else
+        rm -f "$F.tmp.$$"
+    fi
 fi
 ALL=" $GPUDASH_PIDS $(echo $M) "
 if [ -z "$(echo $ALL)" ]; then
@@ -186,6 +204,8 @@ def service_script(
     grace: float = 10.0,
     root: str | None = None,
     gpu_wait: int = GPU_WAIT_S,
+    *,
+    cancelled: bool = False,
 ) -> str:
     """Stop the group in `$JOB/service.pgid` (TERM, KILL after `grace`), remove the file once
     it is gone, then look for the stopped processes (`pids` of the run, and the service's
@@ -194,6 +214,7 @@ def service_script(
         "GPUDASH_GRACE": max(1, int(grace * 10)),
         "GPUDASH_PIDS": " ".join(str(p) for p in pids[:MAX_PIDS]),
         "GPUDASH_GPU_WAIT": max(0, int(gpu_wait)),
+        "GPUDASH_CANCELLED": 1 if cancelled else 0,
     }
     return "{\n" + _head(task, root, **values) + _MEMBERS + _SERVICE + "} </dev/null\n"
 
@@ -217,6 +238,7 @@ class ServiceOutcome:
     pgid: int | None
     pids: tuple[int, ...]
     gpu: GpuRelease | None
+    state_file: bool = False  # the serve state file was marked "stopped"
 
 
 def parse_service(text: str, run_pids: int = 0) -> ServiceOutcome:
@@ -226,6 +248,7 @@ def parse_service(text: str, run_pids: int = 0) -> ServiceOutcome:
     held: list[tuple[int, str]] = []
     gpu_word: str | None = None
     error: str | None = None
+    marked = False
     for line in text.splitlines():
         key, _, value = line.partition(" ")
         value = value.strip()
@@ -243,6 +266,8 @@ def parse_service(text: str, run_pids: int = 0) -> ServiceOutcome:
                 held.append((int(pid), clean_line(memory)[:40] or "?"))
         elif key == "gpu":
             gpu_word = value
+        elif key == "state-file" and value == "stopped":
+            marked = True
         elif key == "gpu-error":
             gpu_word, error = "error", clean_line(value)[:200] or "nvidia-smi failed"
     pids = run_pids + len(spids)
@@ -255,7 +280,7 @@ def parse_service(text: str, run_pids: int = 0) -> ServiceOutcome:
         gpu = GpuRelease(False, pids, error=error)
     else:
         gpu = None
-    return ServiceOutcome(state, pgid, tuple(spids), gpu)
+    return ServiceOutcome(state, pgid, tuple(spids), gpu, marked)
 
 
 async def stop(
@@ -281,7 +306,8 @@ async def stop(
             )
             pids = parse_pids(out.decode(errors="replace")) if code is not None else ()
             after = await jobs.cancel(transport, task, grace=grace, root=root)
-        script = service_script(task, pids, grace, root, gpu_wait)
+        cancelled = after is not None and after.done
+        script = service_script(task, pids, grace, root, gpu_wait, cancelled=cancelled)
         out, code = await transport.output(script, timeout=2 * grace + gpu_wait + 30)
         if code is None:
             raise TransportError("connection lost while stopping the service")
@@ -299,6 +325,7 @@ async def stop(
         service_pgid=outcome.pgid,
         service_pids=len(outcome.pids),
         gpu=outcome.gpu,
+        state_marked=outcome.state_file,
     )
 
 

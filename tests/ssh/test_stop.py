@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import subprocess
 import time
@@ -14,7 +15,11 @@ from pathlib import Path
 import pytest
 
 from gpudash.cli.main import main
+from gpudash.probe.serve import parse_state
 from tests.support.sshd import FakeHost, Sshd
+from tests.unit.test_serve_state import READY
+
+READY_STATE = parse_state("svc", json.dumps(READY))
 
 TASKS = """
 [tasks.long]
@@ -126,6 +131,9 @@ def test_stop_ends_the_service_a_finished_job_left_running(
     pgid = int(line.rsplit(" ", 1)[1])
     record = job_dir(fake_host, "svc") / "service.pgid"
     assert record.read_text().strip() == str(pgid) and group_alive(pgid)
+    state = fake_host.home / ".cache/gpudash/serve/svc.json"  # as the serve supervisor leaves it
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({**READY, "task": "svc", "pid": pgid, "pgid": pgid}))
     assert main(["stop", "svc", "h0", "--grace", "2", "--config", config]) == 0
     said = capsys.readouterr().out.strip()
     assert said.startswith("h0 | == svc: ")
@@ -133,6 +141,11 @@ def test_stop_ends_the_service_a_finished_job_left_running(
     assert "run stopped" not in said  # the job itself had finished
     assert not group_alive(pgid)
     assert not record.exists()
+    # the probe then reads a stop, not an engine that died
+    stopped = parse_state("svc", state.read_text())
+    assert (stopped.state, stopped.pid, stopped.ready) == ("stopped", pgid, READY_STATE.ready)
+    assert stopped.updated is not None and stopped.updated > READY["updated"]
+    assert state.stat().st_mode & 0o777 == 0o600
     # again: nothing left to stop is said, and is not a success
     assert main(["stop", "svc", "h0", "--config", config]) == 1
     assert capsys.readouterr().out.strip() == "h0 | == svc: nothing running"
