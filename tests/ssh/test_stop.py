@@ -262,3 +262,32 @@ def test_the_shell_completes_stops_tasks_then_hosts(
     assert capsys.readouterr().out.split() == ["long"]
     assert main(["__complete", "--config", config, "stop", "long", ""]) == 0
     assert capsys.readouterr().out.split() == ["h0"]
+
+
+def test_a_run_still_going_and_the_service_it_started_are_both_stopped(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """As a serve launch cancelled before READY: the supervisor (the job) is still running and
+    its engine already runs in a group of its own, recorded in service.pgid."""
+    config = tmp_path / "c.toml"
+    body = (
+        "setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n"
+        'echo $! > "$GPUDASH_JOB/service.pgid"\n'
+        "echo begin\n"
+        "sleep 1000\n"
+    )
+    config.write_text(
+        sshd.host_toml(fake_host)
+        + f"\n[tasks.long]\ntitle = 'x'\nkind = 'script'\nrun = '''\n{body}'''\n"
+    )
+    _launch_detached(sshd, fake_host, str(config))
+    record = job_dir(fake_host, "long") / "service.pgid"
+    wait_for(record.is_file)
+    service = int(record.read_text())
+    payload = int((job_dir(fake_host, "long") / "pgid").read_text())
+    assert group_alive(service) and group_alive(payload)
+    assert main(["stop", "long", "h0", "--grace", "1", "--config", str(config)]) == 0
+    said = capsys.readouterr().out.strip()
+    assert "run stopped (cancelled rc=" in said
+    assert f"service group {service} (1 process) stopped" in said
+    assert not group_alive(service) and not group_alive(payload) and not record.exists()
