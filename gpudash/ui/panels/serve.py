@@ -53,6 +53,8 @@ def _head(s: ServeState) -> Text:
 def _verdict(s: ServeState, host_now: float | None) -> Text:
     verdict = s.verdict
     line = Text(brief(s, host_now), style=_STYLE.get(verdict, "yellow"))
+    if verdict == "failed" and s.phase:
+        line.append(f"  in {phase_words(s.phase)}", style="dim")
     if verdict == "exited":
         line.append(f"  pid {s.pid} is gone", style="dim")
     elif s.pid is not None and verdict in ("ready", "starting", "stalled"):
