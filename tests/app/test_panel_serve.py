@@ -86,7 +86,10 @@ async def test_a_ready_engine_whose_pid_is_gone_reads_exited_in_red() -> None:
         )
         app.show_hosts({"dgx-h200"})
         panel = app.query_one("#panel-serve", Panel)
-        await until(pilot, lambda: "exited" in "\n".join(drawn_lines(panel.text)))
+        panel.focus()
+        await pilot.press("enter")  # full screen: an off-screen panel's height may lag a frame
+        await until(pilot, lambda: app.screen.maximized is panel)
+        await until(pilot, lambda: len(drawn_lines(panel.text)) > 1)
         lines = drawn_lines(panel.text)
         assert lines[1] == "exited after ready (listening)  pid 1234 is gone"
 
