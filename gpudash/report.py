@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gpudash.probe.sections.health import Health
     from gpudash.probe.sections.models import Models
     from gpudash.probe.sections.network import Network
+    from gpudash.probe.sections.serve import Serve
     from gpudash.probe.sections.system import System
     from gpudash.probe.sections.toolkit import Toolkit
     from gpudash.probe.sections.topology import Topology
@@ -96,6 +97,7 @@ def render_markdown(result: HostResult, findings: Sequence[Finding]) -> str:
         ("Network", _network),
         ("Health", _health),
         ("Verify", _verify),
+        ("Serve", _serve),
     )
     for title, part in parts:
         section = result.sections.get(title.lower())
@@ -428,6 +430,12 @@ def _verify(v: VerifySection) -> list[str]:
         lines.append(f"- {md(e.name)} {md(e.version or '')}: {state}")
     lines += [f"- {md(f)}" for f in r.failures]
     return lines
+
+
+def _serve(data: Serve) -> list[str]:
+    from gpudash.report_serve import serve_lines
+
+    return serve_lines(data, md)
 
 
 def _rate(value: float | None, digits: int = 0) -> str:

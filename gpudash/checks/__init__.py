@@ -11,8 +11,9 @@ hosts' results and the config); nothing here connects, prints or imports the scr
 Check families, one module each: `driver` (driver vs toolkit), `wheels` (torch/FlashInfer vs
 driver and GPU arch), `nvlink`, `gpus`, `health` (Xids, clock slowdowns, PCIe links, memory
 errors, lost GPUs, fabric manager, RDMA), `disk`, `network`, `env`, `expect` (the config's
-`expect` tables) and `compare` (hosts sharing a tag). Each family that had data to look at and
-found nothing wrong says so with one `ok` finding, so a report shows what was checked.
+`expect` tables), `compare` (hosts sharing a tag) and `serve` (served engines). Each family
+that had data to look at and found nothing wrong says so with one `ok` finding, so a report
+shows what was checked.
 `Finding` and `Severity` live in `finding`, the tag groups `compare` reads in `groups`, what
 every check reads in `context`.
 """
@@ -67,6 +68,7 @@ def run_checks(
         health,
         network,
         nvlink,
+        serve,
         verify,
         wheels,
     )
@@ -104,6 +106,7 @@ def run_checks(
             expect,
             compare,
             verify,
+            serve,
         )
         for family in families:
             try:

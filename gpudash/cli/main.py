@@ -29,6 +29,7 @@ COMMAND_MODULES: dict[str, str] = {
     "parse": "gpudash.cli.parse",
     "tasks": "gpudash.cli.tasks",
     "run": "gpudash.cli.tasks",
+    "stop": "gpudash.cli.stop",
     "check": "gpudash.cli.check",
     "report": "gpudash.cli.report",
     "completion": "gpudash.cli.completion",

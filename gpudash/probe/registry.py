@@ -22,6 +22,7 @@ from gpudash.probe.parts import Part
 
 SECTION_NAMES = (
     "system", "gpus", "topology", "toolkit", "env", "models", "network", "health", "verify",
+    "serve",
 )  # fmt: skip
 
 D = TypeVar("D")

@@ -52,7 +52,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("transport", ("gpudash.transport",)),
     ("orchestration", ("gpudash.host_probe", "gpudash.fleet", "gpudash.headstart")),
     ("tasks", ("gpudash.tasks",)),
-    ("faces", ("gpudash.report", "gpudash.cli", "gpudash.ui", "gpudash.__main__")),
+    (
+        "faces",
+        ("gpudash.report", "gpudash.report_serve", "gpudash.cli", "gpudash.ui", "gpudash.__main__"),
+    ),
 )
 
 LEAVES = (
