@@ -125,8 +125,10 @@ async def _show(
             facts: Facts | None = None
             for name in chain:
                 spec = specs[name]
-                if facts is None and spec.kind_def.needs_facts:
-                    facts = await host_facts(host, fleet.transport(host))
+                if facts is None and spec.kind_def.facts_needed(spec.params):
+                    facts = await host_facts(
+                        host, fleet.transport(host), (specs[n] for n in chain)
+                    )
                 out.write(f"# ---- {host.name}: {name} ({spec.title})\n")
                 try:
                     prepared = prepare(spec, facts)

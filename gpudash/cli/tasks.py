@@ -103,8 +103,8 @@ async def _host_states(
         except TransportError as exc:
             return {name: f"error: {exc.reason}" for name in specs}
         facts: Facts | None = None
-        if any(s.kind_def.needs_facts for s in specs.values()):
-            facts = await host_facts(host, transport)
+        if any(s.kind_def.facts_needed(s.params) for s in specs.values()):
+            facts = await host_facts(host, transport, specs.values())
 
         async def one(spec: TaskSpec) -> None:
             job = found.get(spec.name)

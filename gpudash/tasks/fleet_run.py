@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from gpudash.aio import merge
 from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
-from gpudash.tasks.copy.kind import run_copy
-from gpudash.tasks.copy.peer import run_model_from_peer
 from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
@@ -29,6 +27,7 @@ from gpudash.tasks.events import (
     is_end,
     succeeded,
 )
+from gpudash.tasks.kinds import RunContext
 from gpudash.tasks.prepare import Facts, PrepareError, prepare
 from gpudash.tasks.runner import run_task
 from gpudash.tasks.spec import TaskSpec, order
@@ -47,14 +46,18 @@ class Hosts(Protocol):
     def transport(self, host: HostConfig) -> Transport: ...
 
 
-async def host_facts(host: HostConfig, transport: Transport) -> Facts:
-    """The gpus probe section of one host, for defaults such as the torch CUDA tag."""
+async def host_facts(
+    host: HostConfig, transport: Transport, specs: Iterable[TaskSpec] = ()
+) -> Facts:
+    """The probe sections the kinds of `specs` read (`Kind.facts_sections`; the gpus section
+    when none is given), for defaults such as the torch CUDA tag."""
     from gpudash.host_probe import probe_host
     from gpudash.model import HostResult, apply
     from gpudash.probe.registry import section
 
+    names = dict.fromkeys(n for spec in specs for n in spec.kind_def.facts_sections)
     result = HostResult(host.name)
-    async for event in probe_host(host, transport, [section("gpus")]):
+    async for event in probe_host(host, transport, [section(n) for n in names or ("gpus",)]):
         result = apply(result, event)
     return Facts.from_result(result)
 
@@ -98,23 +101,27 @@ async def run_on_host(
             yield TaskSkipped(name, task, "does not apply to this host")
             done[task] = True
             continue
-        if (
-            facts is None
-            and spec.kind_def.needs_facts
-            and spec.params.get("cuda", "auto") == "auto"
-        ):
-            facts = await host_facts(host, transport)
+        if facts is None and spec.kind_def.facts_needed(spec.params):
+            facts = await host_facts(host, transport, (specs[t] for t in names))
         try:
             prepared = prepare(spec, facts, environ if environ is not None else os.environ)
         except PrepareError as exc:
             yield TaskBlocked(name, task, str(exc))
             done[task] = False
             continue
-        if spec.kind == "copy":
-            group = (groups or {}).get(task)
-            stream = run_copy(name, transport, prepared, peer, cancel=cancel, group=group)
-        elif spec.kind == "model" and spec.params.get("from"):  # a copy from a peer
-            stream = run_model_from_peer(name, transport, prepared, peer, cancel=cancel)
+        run = spec.kind_def.run
+        if run is not None:
+            context = RunContext(
+                name,
+                transport,
+                prepared,
+                peer,
+                cancel,
+                root,
+                keep_attached,
+                (groups or {}).get(task),
+            )
+            stream = run(context)
         else:
             stream = run_task(
                 name, transport, prepared, cancel=cancel, root=root, keep_attached=keep_attached

@@ -64,9 +64,14 @@ class JobFollower:
         reconnect_for: float = RECONNECT_FOR_S,
         cancel_grace: float = CANCEL_GRACE_S,
         affects: tuple[str, ...] = (),
+        name: str | None = None,
     ) -> None:
         self.host = host
-        self.task = task
+        self.job = task
+        """The job directory followed."""
+        self.task = name or task
+        """The task its events are of: the job's own name, or the task a helper job serves
+        (a direct copy's source-side job is followed as the copy task of its destination)."""
         self.transport = transport
         self.run = run
         self.log = log
@@ -155,7 +160,7 @@ class JobFollower:
     async def _pump(self, queue: asyncio.Queue[object]) -> None:
         """The attach's chunks into `queue`, then `_END` or the TransportError that ended it."""
         try:
-            async for chunk in jobs.attach(self.transport, self.task, self.offset, root=self.root):
+            async for chunk in jobs.attach(self.transport, self.job, self.offset, root=self.root):
                 await queue.put(chunk)
             await queue.put(_END)
         except TransportError as exc:
@@ -187,7 +192,7 @@ class JobFollower:
         try:
             if self._failure is not None:
                 raise self._failure
-            return await jobs.status(self.transport, self.task, root=self.root)
+            return await jobs.status(self.transport, self.job, root=self.root)
         except TransportError:
             return None
 
@@ -203,7 +208,7 @@ class JobFollower:
     async def _fetch_rest(self) -> bytes | None:
         """The log's bytes past `offset` that the attach did not deliver; None if it failed."""
         try:
-            return await jobs.fetch(self.transport, self.task, self.offset, root=self.root)
+            return await jobs.fetch(self.transport, self.job, self.offset, root=self.root)
         except TransportError:
             return None
 
@@ -249,5 +254,5 @@ class JobFollower:
         job = self._cancel_job
         if job is None or (job.done() and job.exception() is not None):
             self._cancel_job = asyncio.ensure_future(
-                jobs.cancel(self.transport, self.task, grace=self.cancel_grace, root=self.root)
+                jobs.cancel(self.transport, self.job, grace=self.cancel_grace, root=self.root)
             )

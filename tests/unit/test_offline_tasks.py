@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gpudash.probe.sections.network import Network, Target
-from gpudash.tasks.prepare import Facts, PrepareError, _sites, offline, prepare
+from gpudash.tasks.facts import _sites
+from gpudash.tasks.prepare import Facts, PrepareError, offline, prepare
 from gpudash.tasks.spec import load_tasks
 
 PYPI_DNS = Target("https://pypi.org/simple/", "pypi.org", False, error="could not resolve")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import ipaddress
 import re
@@ -238,6 +237,7 @@ class DirectCopy:
             assembler=LineAssembler(Masker(self.prepared.secrets.values())),
             cancel=self.cancel,
             affects=self.prepared.spec.affects,
+            name=name,
         )
         yield ev.TaskStarted(host, name, src_run, attached, str(log.path), time.time())
         self.watch_cancel()
@@ -245,7 +245,6 @@ class DirectCopy:
         try:
             async with contextlib.aclosing(follower.events()) as stream:
                 async for event in stream:
-                    event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
                     if ev.is_end(event):
                         end = event
                         continue

@@ -301,6 +301,7 @@ async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.Ta
         assembler=LineAssembler(Masker(copy.prepared.secrets.values())),
         cancel=copy.cancel,
         affects=copy.prepared.spec.affects,
+        name=name,
     )
     started = time.monotonic()
     yield ev.TaskStarted(host, name, member.src_run, member.busy, str(log.path), time.time())
@@ -310,7 +311,6 @@ async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.Ta
     try:
         async with contextlib.aclosing(follower.events()) as stream:
             async for event in stream:
-                event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
                 if ev.is_end(event):
                     end = event
                     continue
