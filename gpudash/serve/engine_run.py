@@ -79,7 +79,8 @@ class EngineRun:
         self.phases: dict[str, float] = {}
         self.tracker = _phases.PhaseTracker(ns.engine) if _phases else None
         self.classifier = _classify.Classifier(ns.engine) if _classify else None
-        self.first_error: str | None = None
+        self.first_error: str | None = None  # without classify.py: the first error-like line
+        self.first_error_lineno = 0
         self.t0 = time.monotonic()
 
     # --- the engine's process -------------------------------------------------------------
@@ -117,6 +118,7 @@ class EngineRun:
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(pgid, sig)
+                os.killpg(pgid, signal.SIGCONT)  # a stopped process acts on TERM only then
             except OSError:
                 break
             end = time.monotonic() + wait
@@ -144,7 +146,7 @@ class EngineRun:
         if self.classifier is not None:
             self.classifier.feed(line)
         elif self.first_error is None and _ERROR.search(line):
-            self.first_error = line.strip()[:500]
+            self.first_error, self.first_error_lineno = line.strip()[:500], self.lineno
         phase = self.tracker.feed(line) if self.tracker is not None else None
         if phase:
             self.enter(phase)
@@ -302,7 +304,9 @@ class EngineRun:
         rc = self.proc.returncode if self.proc else None
         line = self._first_error() or (self.tail[-1] if self.tail else "")
         why = f"the engine exited (rc {rc}) before it was ready, in phase {self._phase()}"
-        return Verdict(failure=self._root() or _failure("serve.exited", line, why, self._read()))
+        lineno = self.first_error_lineno if line == self.first_error else 0
+        exited = _failure("serve.exited", line, why, self._read(), lineno)
+        return Verdict(failure=self._root() or exited)
 
     def _not_ready(self, gen: ready.Generation) -> Verdict:
         why = f"/health answers 200 but a streamed chat fails: {gen.error}"

@@ -75,7 +75,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def fail(state: statefile.State, code: str, line: str, why: str, fix: str, **extra: Any) -> int:
     failure = {"code": code, "line": line, "lineno": extra.pop("lineno", 0), "why": why}
     failure.update(fix=fix, source=extra.pop("source", ""))
-    state.update(state=extra.pop("state", "failed"), failure=failure, **extra)
+    state.update(state=extra.pop("outcome", "failed"), failure=failure, **extra)
     say(f"failed {code} {json.dumps(failure, sort_keys=True)}")
     return 1
 
@@ -148,7 +148,7 @@ def finish(run: EngineRun, verdict: Verdict, grace: float) -> int:
         str(failure.get("fix", "")),
         lineno=failure.get("lineno", 0),
         source=failure.get("source", ""),
-        state=verdict.state,
+        outcome=verdict.state,
     )
 
 

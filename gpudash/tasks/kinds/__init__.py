@@ -14,7 +14,19 @@ from importlib import import_module
 from gpudash.tasks.kinds.base import Draft, Kind, Param, RunContext
 from gpudash.tasks.kinds.torch import TORCH_CUDA_TAGS
 
-KIND_NAMES = ("uv", "venv", "pip", "torch", "serving", "patch", "model", "copy", "verify", "script")
+KIND_NAMES = (
+    "uv",
+    "venv",
+    "pip",
+    "torch",
+    "serving",
+    "patch",
+    "model",
+    "copy",
+    "verify",
+    "serve",
+    "script",
+)
 """In the order `gpudash tasks` and the docs list them."""
 
 
