@@ -36,7 +36,7 @@ if [ ! -x "$PY" ]; then
     echo "gpudash-serve: no python at $PY (run the venv and serving tasks first)"
     exit 1
 fi
-exec "$PY" "$GPUDASH_JOB/files/supervisor.py" --task "${GPUDASH_JOB##*/}"
+exec "$PY" -B "$GPUDASH_JOB/files/supervisor.py" --task "${GPUDASH_JOB##*/}"
 """
 
 
