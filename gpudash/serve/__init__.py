@@ -1,0 +1,6 @@
+"""Serving an inference engine on a host (issue 29).
+
+The modules here that travel to the host (phases, classify, catalog) are stdlib-only, import
+no other gpudash module and run under the serving venv's Python (3.9+): each is importable
+both as `gpudash.serve.X` and as a top-level `X` from the job's files/ folder.
+"""
