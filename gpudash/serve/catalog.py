@@ -323,6 +323,7 @@ SECONDARY = (
     "does not appear to have",
     "Invalid repository ID",
     "no config file",
+    "C compiler",
     "Exception:",
 )
 KEYS = (PRIMARY, *SECONDARY)

@@ -117,8 +117,12 @@ _BACKEND_WORD = re.compile(r"^[a-z0-9_]{1,32}$")
 # (sgl-project/sglang#7855, vllm-project/vllm#36077), or its own "no prebuilt kernels" notice
 # (sgl-project/sglang#4389). FlashInfer in use without such a line: it did not compile.
 _JIT_BUILD = ("Prebuilt kernels not found, using JIT backend",)
-_JIT_BUILD_PAIRS = (("nvcc", "flashinfer"), ("ninja", "flashinfer"))
-_FLASHINFER_USED = ("flashinfer.jit:", "FlashInfer", "FLASHINFER")
+_JIT_BUILD_PAIRS = (
+    ("nvcc", "flashinfer"),
+    ("ninja", "flashinfer"),
+    ("compilation of", "flashinfer"),
+)
+_FLASHINFER_USED = ("flashinfer.jit:", "Using FlashInfer for top-p & top-k sampling")
 
 
 def backend_name(raw: str) -> str | None:

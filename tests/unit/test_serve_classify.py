@@ -157,14 +157,18 @@ def test_the_modules_import_on_the_host_without_gpudash(tmp_path: Path) -> None:
     for name in ("catalog.py", "classify.py", "phases.py"):
         (tmp_path / name).write_text((src / name).read_text())
     code = (
-        "import sys; sys.modules['gpudash'] = None\n"
+        f"import sys; sys.modules['gpudash'] = None; sys.path.insert(0, {str(tmp_path)!r})\n"
         "import classify, phases\n"
         "c = classify.Classifier('vllm'); c.feed('RuntimeError: NCCL error: x')\n"
         "print(c.result().code, phases.PhaseTracker('sglang').feed('Capture cuda graph begin'))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run(
-        [sys.executable, "-I", "-c", code], cwd=tmp_path, env=env, capture_output=True,
-        text=True, check=False,
+        [sys.executable, "-I", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert out.stdout.split() == ["serve.nccl", "graph_capture"], out.stderr
