@@ -1,5 +1,9 @@
-"""Serve: launch an inference engine on a host and declare it ready only once it generated.
+"""Serving an inference engine on a host (issue 29): launch it, and declare it ready only once
+it really generated.
 
-Some modules here travel to the host and run there with the serving venv's python (stdlib
-only, no gpudash imports; notes in each); the others (preflight) run in gpudash.
+The modules here that travel to the host (supervisor, engine_run, ladder, ready, command,
+hostcheck, statefile, phases, classify, catalog) are stdlib-only, import no other gpudash
+module and run under the serving venv's Python (3.9+): each is importable both as
+`gpudash.serve.X` and as a top-level `X` from the job's files/ folder. `preflight` runs in
+gpudash only (it reads the probe's results).
 """

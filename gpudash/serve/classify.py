@@ -1,0 +1,255 @@
+"""Why an engine failed to start, judged from its whole log: the first root cause wins.
+
+The last error of a failed vLLM start points back ("Engine core initialization failed. See root
+cause above."), and an SGLang scheduler's traceback is followed by its parent's "Received
+sigquit": so the verdict is the FIRST line that matches a known signature (catalog.py), quoted
+with its line number. `first_error` keeps the first line that reads as a real error, for a
+failure no signature knows (the supervisor's serve.exited).
+
+Total and linear: any text is accepted, lines are cut to `MAX_LINE` before matching, and
+`classify_file` reads a log of any size in fixed chunks. A pure-Python loop over every line
+of a 1 GB log takes minutes, so the file path finds candidate lines with `bytes.find` on a few
+literals (catalog.KEYS) and runs the matchers only on those. Travels to the host: stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+try:
+    from gpudash.serve import catalog
+except ImportError:  # on the host: the job's files/ folder is on sys.path
+    import catalog  # type: ignore[no-redef]
+
+MAX_LINE = 4096  # characters of a line the matchers look at
+MAX_QUOTE = 400  # characters of a line a verdict quotes
+CHUNK = 8 << 20  # bytes classify_file reads at a time
+
+# Escape sequences and control characters (the quote is shown on terminals and panels).
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]"
+)
+# Prefixes engines put before a message: "(EngineCore_DP0 pid=1) ", "ERROR 03-05 09:56:09
+# [core.py:1100] ", "[2025-03-11 15:02:53 TP0] ", "[rank0]: ", "vllm-1  | ", "2025-...Z ".
+_PREFIX = re.compile(
+    r"^(?:\s*(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\)"
+    r"|(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+ \[[^\]]*\]"
+    r"|\[\d{4}-\d\d-\d\d [\d:]+(?: [A-Z]+\d+)*\]"
+    r"|\[rank\d+\]:"
+    r"|[\w.-]+-\d+\s+\|"
+    r"|\[?\d{4}-\d\d-\d\dT[\d:.]+Z\]?"
+    r"|\d{4}-\d\d-\d\d [\d:.]+ \|"
+    r"|ERROR:|INFO:))+\s*"
+)
+# "ValueError: ...", "torch.OutOfMemoryError: ...", "Exception: ..." at the start of a message.
+_ERROR_HEAD = re.compile(r"(?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)\b:")
+# Wrappers that point elsewhere: never a root cause, never the first real error.
+_WRAPPERS = (
+    "See root cause above",
+    "See stack trace",
+    "for the root cause",
+    "initialization failed due to an exception in a background process",
+    "EngineDeadError",
+    "Engine core initialization failed",
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The verdict on a failed start: the code, the log line it was judged from, and help."""
+
+    code: str
+    line: str  # the quoted log line, cleaned of control characters, at most MAX_QUOTE
+    lineno: int  # 1-based line number in the log
+    why: str
+    fix: str
+    source: str  # the public report this wording was seen in
+
+
+def clean_line(text: str) -> str:
+    """One log line safe to show: escapes dropped, control and bidi characters removed,
+    surrounding space trimmed, cut to MAX_QUOTE characters."""
+    text = _CONTROL.sub("", _ESCAPE.sub("", text[: MAX_LINE * 2]))
+    text = text.strip()
+    return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 1] + "…"
+
+
+def message(line: str) -> str:
+    """The message of a log line without the engine's prefixes (pid, level, time, rank)."""
+    m = _PREFIX.match(line)
+    return line[m.end() :] if m else line.lstrip()
+
+
+def _is_code(body: str) -> bool:
+    """A traceback's source line (`raise ValueError(...)`, `File "..."`): it repeats the
+    message that follows it, so the verdict quotes the exception line instead."""
+    return body.startswith(("raise ", 'File "', "warnings.warn(", "^", "~"))
+
+
+def judge(line: str) -> catalog.Signature | None:
+    """The signature a single line matches, or None. Pure; looks at MAX_LINE characters."""
+    line = line[:MAX_LINE]
+    if not any(key in line for key in catalog.KEYS):
+        return None
+    body = message(line)
+    if _is_code(body) or any(w in body for w in _WRAPPERS):
+        return None
+    for sig in catalog.SIGNATURES:
+        if all(needle in body for needle in sig.needles):
+            return sig
+    return None
+
+
+def is_error(line: str) -> bool:
+    """Whether a line reads as a real error (an exception's message, not a wrapper)."""
+    body = message(line[:MAX_LINE])
+    if _is_code(body) or any(w in body for w in _WRAPPERS):
+        return False
+    return _ERROR_HEAD.match(body) is not None
+
+
+def failure(sig: catalog.Signature, line: str, lineno: int) -> Failure:
+    why, fix = catalog.CODES[sig.code]
+    return Failure(sig.code, clean_line(line), lineno, sig.why or why, fix, sig.source)
+
+
+class Classifier:
+    """Feed an engine's log line by line; `result()` is the first root cause seen so far."""
+
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
+        self.lineno = 0
+        self._result: Failure | None = None
+        self._first_error: str | None = None
+
+    def feed(self, line: str) -> None:
+        self.lineno += 1
+        self._see(line, self.lineno)
+
+    def _see(self, line: str, lineno: int) -> None:
+        if self._result is not None:
+            return
+        if self._first_error is None and is_error(line):
+            self._first_error = clean_line(line)
+        sig = judge(line)
+        if sig is not None:
+            self._result = failure(sig, line, lineno)
+
+    def result(self) -> Failure | None:
+        """The first line matching a known signature (the root cause), or None."""
+        return self._result
+
+    def first_error(self) -> str | None:
+        """The first line that reads as a real error (cleaned), or None."""
+        return self._first_error
+
+
+def stall_cause(last_lines: list) -> Failure | None:
+    """What a stalled start was waiting on, where the log says: a FlashInfer JIT load as the
+    last line is the lock of a killed run (flashinfer#972). `last_lines` = the log's tail."""
+    for offset, line in enumerate(reversed(last_lines[-3:])):
+        if isinstance(line, str) and catalog.JIT_LOCK_LINE in line and "flashinfer" in line:
+            why = "the start hangs in a FlashInfer JIT load: a lock left by a killed run"
+            fix = "stop other engines, remove ~/.cache/flashinfer (its lock and partial build)"
+            return Failure(
+                "serve.jit", clean_line(line), -1 - offset, why, fix, catalog.JIT_LOCK_SOURCE
+            )
+    return None
+
+
+def classify_file(path: str, engine: str) -> Failure | None:
+    """Classify a log file of any size in bounded memory (a few CHUNKs): the first line
+    matching a signature, with its line number; None when none matches or it cannot be read.
+
+    Every chunk is searched for catalog.PRIMARY; a chunk that holds it, whose next chunk
+    does, or that ends the file (where an engine that exited wrote its error) is searched for
+    every key, and only the lines holding one are judged. `engine` is
+    accepted for the contract; the signatures hold for every engine.
+    """
+    primary = catalog.PRIMARY.encode()
+    keys = [k.encode() for k in catalog.KEYS]
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError:
+        return None
+    with f:
+        chunks = _chunks(f)
+        base = 0  # file offset of the current chunk
+        try:
+            cur = next(chunks, b"")
+            while cur:
+                nxt = next(chunks, b"")
+                if not nxt or primary in cur or primary in nxt:
+                    hit = _scan_chunk(cur, keys)
+                    if hit is not None:
+                        sig, line, offset = hit
+                        return failure(sig, line, _count_lines(path, base + offset) + 1)
+                base += len(cur)
+                cur = nxt
+        except OSError:
+            return None
+    return None
+
+
+def _chunks(f) -> Iterator[bytes]:
+    """The file in pieces of about CHUNK bytes that end at a line end (a line longer than
+    CHUNK is cut where the piece ends)."""
+    carry = b""
+    while True:
+        data = f.read(CHUNK)
+        if not data:
+            if carry:
+                yield carry
+            return
+        if carry:
+            data = carry + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) >= CHUNK:
+                yield data
+                carry = b""
+            else:
+                carry = data
+            continue
+        yield data[: cut + 1]
+        carry = data[cut + 1 :]
+
+
+def _scan_chunk(chunk: bytes, keys: list) -> tuple | None:
+    """Judge, in file order, each line of a chunk that holds a key: the first signature with
+    its line and the line's offset in the chunk, or None."""
+    starts = set()
+    for key in keys:
+        pos = chunk.find(key)
+        while pos >= 0:
+            starts.add(chunk.rfind(b"\n", 0, pos) + 1)
+            end = chunk.find(b"\n", pos)
+            if end < 0:
+                break
+            pos = chunk.find(key, end)
+    for start in sorted(starts):
+        end = chunk.find(b"\n", start)
+        line = chunk[start : end if end >= 0 else len(chunk)][: MAX_LINE * 4]
+        text = line.decode("utf-8", "replace")
+        sig = judge(text)
+        if sig is not None:
+            return sig, text, start
+    return None
+
+
+def _count_lines(path: str, offset: int) -> int:
+    """Newlines before `offset`: counted only once a verdict is found, so a healthy log is
+    read once."""
+    count = 0
+    with open(path, "rb") as f:
+        left = offset
+        while left > 0:
+            data = f.read(min(CHUNK, left))
+            if not data:
+                break
+            count += data.count(b"\n")
+            left -= len(data)
+    return count
