@@ -60,6 +60,11 @@ def _failure(code: str, line: str, why: str, fix: str, lineno: int = 0, source: 
     return {"code": code, "line": line, "lineno": lineno, "why": why, "fix": fix, "source": source}
 
 
+def _as_dict(failure: Any) -> dict[str, Any]:
+    """classify.Failure as the state file's "failure" object."""
+    return {k: getattr(failure, k) for k in ("code", "line", "lineno", "why", "fix", "source")}
+
+
 class EngineRun:
     def __init__(
         self,
@@ -79,7 +84,7 @@ class EngineRun:
         self.phases: dict[str, float] = {}
         self.tracker = _phases.PhaseTracker(ns.engine) if _phases else None
         self.classifier = _classify.Classifier(ns.engine) if _classify else None
-        self.first_error: str | None = None  # without classify.py: the first error-like line
+        self.first_error: str | None = None  # the first error-like line (classify's fallback)
         self.first_error_lineno = 0
         self.t0 = time.monotonic()
 
@@ -145,7 +150,7 @@ class EngineRun:
         self.tail.append(line)
         if self.classifier is not None:
             self.classifier.feed(line)
-        elif self.first_error is None and _ERROR.search(line):
+        if self.first_error is None and _ERROR.search(line):
             self.first_error, self.first_error_lineno = line.strip()[:500], self.lineno
         phase = self.tracker.feed(line) if self.tracker is not None else None
         if phase:
@@ -291,14 +296,13 @@ class EngineRun:
 
     def _root(self) -> dict[str, Any] | None:
         result = self.classifier.result() if self.classifier is not None else None
-        if result is None:
-            return None
-        return {k: getattr(result, k) for k in ("code", "line", "lineno", "why", "fix", "source")}
+        return None if result is None else _as_dict(result)
 
     def _first_error(self) -> str | None:
-        if self.classifier is not None:
-            return self.classifier.first_error()
-        return self.first_error
+        """classify's first error line; else the first line that looks like one (a CLI's
+        "Error: No such option" that classify does not take for an engine error)."""
+        found = self.classifier.first_error() if self.classifier is not None else None
+        return found or self.first_error
 
     def _exited(self) -> Verdict:
         rc = self.proc.returncode if self.proc else None
@@ -315,7 +319,14 @@ class EngineRun:
 
     def _stalled(self, quiet: float) -> Verdict:
         last = " | ".join(list(self.tail)[-5:])
-        why = f"stalled in {self._phase()}: no log line and no change in GPU memory for"
+        cause = getattr(_classify, "stall_cause", None)
+        waited = cause(list(self.tail)) if cause is not None else None
+        if waited is not None:  # the log says what it waits on (a stale JIT lock)
+            return Verdict(failure=_as_dict(waited), state="stalled")
+        phase = self._phase()
+        title = getattr(_phases, "PHASE_TITLES", {}).get(phase, phase)
+        phase += f" ({title})" if title != phase else ""
+        why = f"stalled in {phase}: no log line and no change in GPU memory for"
         why += f" {quiet:.0f} s"
         fix = "look at the last lines; raise params.stall if this phase is slow here"
         failure = _failure("serve.stalled", last, why, fix + " (a first JIT build)")

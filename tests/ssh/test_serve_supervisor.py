@@ -191,3 +191,18 @@ def _cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_term_to_the_supervisor_before_ready_stops_the_engine_group(
+    engine: tuple[Path, Path], tmp_path: Path, cleanup: list[int]
+) -> None:
+    """A cancel (gpudash signals the job's payload group) while the engine loads: the
+    supervisor stops the engine's own group too, and says the run was stopped."""
+    run = Run(tmp_path, *engine, "--port", "auto")
+    pgid = run.pgid()
+    cleanup.append(pgid)
+    run.proc.send_signal(signal.SIGTERM)
+    assert run.wait(60) == 1
+    assert _gone(pgid, 5), "the engine outlived its supervisor's TERM"
+    assert run.state["state"] == "stopped"
+    assert not (run.job / "service.pgid").exists()

@@ -26,6 +26,7 @@ TRAVELLING = (
     "statefile.py",
     "phases.py",  # helper servelog's: the phases and facts read from the engine's log
     "classify.py",  # helper servelog's: the first root cause of a failed launch
+    "catalog.py",  # the signatures classify matches, each with its public source
 )
 """The modules the supervisor imports on the host (stdlib only, Python 3.9+); one that is
 not in this checkout is left out, and the supervisor then works without it."""
