@@ -45,6 +45,8 @@ PHASES = getattr(
     _phases, "PHASES", ("launch", "weights", "kv_cache", "graph_capture", "warmup", "listening")
 )
 TAIL = 20  # log lines quoted with a stall or an exit
+MAX_LINE = 1 << 20  # an engine line longer than this is cut into pieces
+OWN_PREFIX = "gpudash-serve:"
 _INSTALL = "install the engine in the venv (the serving task)"
 _ERROR = re.compile(r"(Error|Exception|error:|Traceback|FATAL|Killed)")
 
@@ -146,7 +148,8 @@ class EngineRun:
     def feed(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         self.lineno += 1
-        print(line, flush=True)
+        # The engine's text never passes for the supervisor's own lines (gpudash reads them)
+        print(("  " + line) if line.startswith(OWN_PREFIX) else line, flush=True)
         self.tail.append(line)
         if self.classifier is not None:
             self.classifier.feed(line)
@@ -207,6 +210,9 @@ class EngineRun:
             if chunk:
                 lines = (partial + chunk).split(b"\n")
                 partial = lines.pop()
+                if len(partial) > MAX_LINE:  # a line without end: cut, not held in memory
+                    lines.append(partial)
+                    partial = b""
                 for raw in lines:
                     self.feed(raw)
                 last_activity = time.monotonic()
@@ -232,10 +238,11 @@ class EngineRun:
                         f" READY at {ladder.since(self.t0)} s"
                     )
                     self.state.update(state="ready", ready=self._figures(ready_at, None))
-                elif kind == "measured":
-                    return Verdict(
-                        ready=self._figures(ready_at or time.monotonic(), value), state="ready"
-                    )
+                elif kind == "measured" and self.alive():
+                    if not value.ok:
+                        self.say(f"warning: the measuring request failed: {value.error}")
+                    figures = self._figures(ready_at or time.monotonic(), value)
+                    return Verdict(ready=figures, state="ready")
             if not self.alive():
                 time.sleep(0.2)  # the last lines it wrote
                 rest = partial + log.read()

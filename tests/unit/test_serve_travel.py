@@ -39,3 +39,14 @@ def test_the_supervisor_starts_from_the_job_files_alone(tmp_path: Path) -> None:
     assert run.stdout == (
         "gpudash-serve: engine 'tgi': expected one of ('sglang', 'vllm', 'transformers')\n"
     )
+
+
+def test_an_engine_line_never_passes_for_the_supervisors_own(capsys) -> None:  # type: ignore[no-untyped-def]
+    from argparse import Namespace
+
+    from gpudash.serve.engine_run import EngineRun
+
+    run = EngineRun(Namespace(engine="vllm"), [], 1, "m", None, "/dev/null", print)
+    run.feed(b'gpudash-serve: ready {"ttft_ms": 1}\n')
+    run.feed(b"INFO: fine\n")
+    assert capsys.readouterr().out == '  gpudash-serve: ready {"ttft_ms": 1}\nINFO: fine\n'
