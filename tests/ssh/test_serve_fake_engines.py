@@ -22,7 +22,9 @@ SUPERVISOR = Path(__file__).resolve().parents[2] / "gpudash" / "serve" / "superv
 PREFIX = "gpudash-serve: "
 
 
-def supervise(tmp: Path, engine: str, log: str, serve: str = "ok", stall: float = 60) -> dict:
+def supervise(
+    tmp: Path, engine: str, log: str, serve: str = "ok", stall: float = 60, timeout: float = 600
+) -> dict:
     """One run of the supervisor (as on a host: a file, stdlib only) on a fake engine."""
     venv = make_fake_venv(tmp / "venv", engine, FIXTURES / "serve" / log, serve=serve, speed=0)
     model = tmp / "models" / "tiny"
@@ -34,6 +36,7 @@ def supervise(tmp: Path, engine: str, log: str, serve: str = "ok", stall: float 
     argv = [sys.executable, "-I", "-S", "-B", str(SUPERVISOR), "--job", str(job)]
     argv += ["--engine", engine, "--venv", str(venv), "--model", str(model), "--name", "tiny"]
     argv += ["--tp", "2", "--port", "auto", "--stall", str(stall), "--grace", "3"]
+    argv += ["--ready-timeout", str(timeout)]
     run = subprocess.run(
         argv, env=dict(os.environ, HOME=str(tmp)), capture_output=True, text=True, timeout=120
     )
@@ -117,5 +120,14 @@ def test_a_silent_engine_is_stalled_in_the_phase_its_log_reached(tmp_path: Path)
     assert (run["rc"], code) == (1, "serve.stalled")
     assert f["why"].startswith("stalled in graph_capture (CUDA graph capture): no log line")
     assert run["state"]["state"] == "stalled" and run["state"]["phase"] == "graph_capture"
+    with pytest.raises(ProcessLookupError):
+        os.killpg(run["state"]["pgid"], 0)
+
+
+def test_not_ready_within_ready_timeout_is_a_failure_naming_the_phase(tmp_path: Path) -> None:
+    run = supervise(tmp_path, "sglang", "sglang/good-startup-2468.log", serve="hang", timeout=3)
+    code, f = failure(run)
+    assert (run["rc"], code) == (1, "serve.not_ready")
+    assert f["why"] == "not ready within ready_timeout (3 s), in phase listening"
     with pytest.raises(ProcessLookupError):
         os.killpg(run["state"]["pgid"], 0)
