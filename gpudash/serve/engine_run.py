@@ -255,7 +255,8 @@ class EngineRun:
                     return Verdict(ready=self._figures(ready_at or now, None), state="ready")
                 return self._timeout(health_at is not None)
             if health_at is None and now - last_activity > min(30.0, self.ns.stall / 4):
-                if now - gpu_checked > max(5.0, self.ns.stall / 10):
+                # nvidia-smi only after a quiet spell, at most every stall/10 (30 s for 5m)
+                if now - gpu_checked > max(1.0, min(30.0, self.ns.stall / 10)):
                     mem, gpu_checked = self._gpu_memory(), now
                     if mem != gpu_mem:
                         gpu_mem, last_activity = mem, now

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,13 @@ PREFIX = "gpudash-serve: "
 
 
 def supervise(
-    tmp: Path, engine: str, log: str, serve: str = "ok", stall: float = 60, timeout: float = 600
+    tmp: Path,
+    engine: str,
+    log: str,
+    serve: str = "ok",
+    stall: float = 60,
+    timeout: float = 600,
+    env: dict[str, str] | None = None,
 ) -> dict:
     """One run of the supervisor (as on a host: a file, stdlib only) on a fake engine."""
     venv = make_fake_venv(tmp / "venv", engine, FIXTURES / "serve" / log, serve=serve, speed=0)
@@ -37,9 +44,8 @@ def supervise(
     argv += ["--engine", engine, "--venv", str(venv), "--model", str(model), "--name", "tiny"]
     argv += ["--tp", "2", "--port", "auto", "--stall", str(stall), "--grace", "3"]
     argv += ["--ready-timeout", str(timeout)]
-    run = subprocess.run(
-        argv, env=dict(os.environ, HOME=str(tmp)), capture_output=True, text=True, timeout=120
-    )
+    env = dict(os.environ, HOME=str(tmp), **(env or {}))
+    run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     said: dict[str, list[str]] = {}
     for line in run.stdout.splitlines():
         if line.startswith(PREFIX):
@@ -131,3 +137,31 @@ def test_not_ready_within_ready_timeout_is_a_failure_naming_the_phase(tmp_path: 
     assert f["why"] == "not ready within ready_timeout (3 s), in phase listening"
     with pytest.raises(ProcessLookupError):
         os.killpg(run["state"]["pgid"], 0)
+
+
+# A stand-in for nvidia-smi's `--query-gpu=memory.used --format=csv,noheader,nounits` (one
+# number of MiB per GPU): the used memory grows each second until MOVING_S have passed since
+# FAKE_SMI_START, as while a silent engine loads weights or captures graphs, then holds.
+FAKE_SMI = """#!/bin/sh
+now=$(date +%s)
+if [ $((now - $(cat "$FAKE_SMI_START"))) -lt 8 ]; then echo "$now"; else echo 81234; fi
+"""
+
+
+def test_a_silent_engine_whose_gpu_memory_still_moves_is_not_stalled(tmp_path: Path) -> None:
+    """No log line for 8 s, but GPU memory moving all along: the watchdog waits until the
+    memory has held for `stall` too (3 s), so the verdict comes after 8 + 3 s, not 3."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(FAKE_SMI)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    start = tmp_path / "start"
+    start.write_text(str(int(time.time())))
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_SMI_START": str(start)}
+    began = time.monotonic()
+    run = supervise(tmp_path, "vllm", "vllm/good-startup-29335.log", "hang", stall=3, env=env)
+    took = time.monotonic() - began
+    code, f = failure(run)
+    assert (run["rc"], code) == (1, "serve.stalled")
+    assert f["why"].startswith("stalled in graph_capture")
+    assert took >= 10, f"stalled after {took:.1f} s while GPU memory still moved"
