@@ -12,7 +12,6 @@ import collections
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -21,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 try:
-    from gpudash.serve import ladder, ready
+    from gpudash.serve import ladder, ready, watchdog
 except ImportError:  # on the host: the job's files/ folder is on sys.path
     import ladder  # type: ignore[no-redef]
     import ready  # type: ignore[no-redef]
+    import watchdog  # type: ignore[no-redef]
 
 try:  # helper servelog's modules; without them phases come from the ladder alone
     from gpudash.serve import phases as _phases
@@ -197,8 +197,7 @@ class EngineRun:
     def _watch(self, climb: ladder.Ladder) -> Verdict:
         log = open(self.log_path, "rb")  # noqa: SIM115
         backoff = ready.Backoff(0.05, 0.5)
-        last_activity = time.monotonic()
-        gpu_mem, gpu_checked = self._gpu_memory(), time.monotonic()
+        watch = watchdog.StallWatch(self.ns.stall)
         health_at: float | None = None
         first: ready.Generation | None = None
         ready_at: float | None = None
@@ -215,7 +214,7 @@ class EngineRun:
                     partial = b""
                 for raw in lines:
                     self.feed(raw)
-                last_activity = time.monotonic()
+                watch.activity()
                 backoff.reset()
                 wait = 0
             for kind, value in climb.drain(wait):
@@ -254,30 +253,9 @@ class EngineRun:
                 if first is not None:  # ready, but the measuring request never finished
                     return Verdict(ready=self._figures(ready_at or now, None), state="ready")
                 return self._timeout(health_at is not None)
-            if health_at is None and now - last_activity > min(30.0, self.ns.stall / 4):
-                # nvidia-smi only after a quiet spell, at most every stall/10 (30 s for 5m)
-                if now - gpu_checked > max(1.0, min(30.0, self.ns.stall / 10)):
-                    mem, gpu_checked = self._gpu_memory(), now
-                    if mem != gpu_mem:
-                        gpu_mem, last_activity = mem, now
-                if now - last_activity > self.ns.stall:
-                    return self._stalled(now - last_activity)
-
-    def _gpu_memory(self) -> str | None:
-        """Every GPU's used memory as nvidia-smi prints it; None without nvidia-smi."""
-        smi = shutil.which("nvidia-smi")
-        if smi is None:
-            return None
-        try:
-            out = subprocess.run(
-                [smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                capture_output=True,
-                timeout=10,
-                text=True,
-            )
-            return out.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
+            quiet = watch.stalled() if health_at is None else None
+            if quiet is not None:  # after /health answers, a slow chat is not a stall
+                return self._stalled(quiet)
 
     def _phase(self) -> str:
         return max(self.phases, key=PHASES.index) if self.phases else "launch"

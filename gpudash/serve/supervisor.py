@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                 "serve.port_in_use",
                 f"port {port} is held by {holder}",
                 f"port {port} is held by {holder}: the engine could not bind it",
-                'stop that process (an earlier server: gpudash stop), or set port = "auto"',
+                "stop that process (an earlier server: gpudash stop serve HOST),"
+                ' or set port = "auto"',
                 port=port,
             )
     refusals = hostcheck.all_checks(ns.engine, ns.model, ns.tp, ns.device)

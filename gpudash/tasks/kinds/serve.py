@@ -20,6 +20,7 @@ TRAVELLING = (
     "supervisor.py",
     "engine_run.py",
     "ladder.py",
+    "watchdog.py",
     "ready.py",
     "command.py",
     "hostcheck.py",
