@@ -126,9 +126,7 @@ async def _show(
             for name in chain:
                 spec = specs[name]
                 if facts is None and spec.kind_def.facts_needed(spec.params):
-                    facts = await host_facts(
-                        host, fleet.transport(host), (specs[n] for n in chain)
-                    )
+                    facts = await host_facts(host, fleet.transport(host), (specs[n] for n in chain))
                 out.write(f"# ---- {host.name}: {name} ({spec.title})\n")
                 try:
                     prepared = prepare(spec, facts)

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from gpudash.aio import merge
-from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
 from gpudash.tasks.events import (
     TaskBlocked,
     TaskCancelled,
@@ -27,7 +26,7 @@ from gpudash.tasks.events import (
     is_end,
     succeeded,
 )
-from gpudash.tasks.kinds import RunContext
+from gpudash.tasks.kinds import HostGroup, RunContext, run_groups
 from gpudash.tasks.prepare import Facts, PrepareError, prepare
 from gpudash.tasks.runner import run_task
 from gpudash.tasks.spec import TaskSpec, order
@@ -74,13 +73,13 @@ async def run_on_host(
     environ: Mapping[str, str] | None = None,
     peer: Callable[[str], Transport | None] | None = None,
     keep_attached: bool = False,
-    groups: Mapping[str, CopyGroup] | None = None,
+    groups: Mapping[str, HostGroup] | None = None,
 ) -> AsyncIterator[TaskEvent]:
     """`wanted` and their needs on one host, needs first; a failed need blocks its dependents.
 
     `peer` gives another host's transport by name: a copy task's source. `keep_attached`:
     `cancel` only detaches from a run that was already going (`runner.run_task`). `groups`:
-    a copy task's destinations in this run, fed together (`gpudash.tasks.copy.fanout`).
+    per task, the run's hosts its kind runs together (`Kind.together`: a copy's fan-out).
     """
     name = host.name
     cancel = cancel or asyncio.Event()
@@ -156,7 +155,7 @@ async def run_tasks(
     cancel = cancel or asyncio.Event()
     peer = fleet_peer(fleet)
     hosts = list(hosts)
-    groups = copy_groups(specs, order(specs, wanted), [h.name for h in hosts])
+    groups = run_groups(specs, order(specs, wanted), [h.name for h in hosts])
 
     async def one(host: HostConfig) -> AsyncIterator[TaskEvent]:
         try:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from gpudash.tasks import events as ev
 from gpudash.tasks import fleet_run, runner
-from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
+from gpudash.tasks.kinds import HostGroup, run_groups
 from gpudash.tasks.prepare import Facts, configured_secrets
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
 from gpudash.ui.messages import TaskEvent
@@ -96,7 +96,7 @@ class TaskControl:
         """Run `task` and its needs on each host, each host in its own worker; a direct copy
         to several marked hosts is one fan-out (fed once by its source), as on the CLI."""
         configs = list(self.app.fleet.hosts(hosts))
-        groups = copy_groups(specs, order(specs, [task]), [c.name for c in configs])
+        groups = run_groups(specs, order(specs, [task]), [c.name for c in configs])
         for config in configs:
             cancel = asyncio.Event()
             for name in order(specs, [task]):
@@ -115,7 +115,7 @@ class TaskControl:
         specs: Mapping[str, TaskSpec],
         task: str,
         cancel: asyncio.Event,
-        groups: Mapping[str, CopyGroup],
+        groups: Mapping[str, HostGroup],
     ) -> None:
         try:
             transport = self.app.fleet.transport(host)

@@ -44,15 +44,19 @@ def _kind_name_tests(path: Path) -> list[str]:
     """Comparisons of a kind's name with a literal: `spec.kind == "copy"` and the like."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute):
-            if node.left.attr == "kind" and any(
-                isinstance(c, ast.Constant) or isinstance(c, ast.Tuple) for c in node.comparators
-            ):
-                found.append(f"{path.name}:{node.lineno}")
+        if (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Attribute)
+            and node.left.attr == "kind"
+            and any(isinstance(c, (ast.Constant, ast.Tuple)) for c in node.comparators)
+        ):
+            found.append(f"{path.name}:{node.lineno}")
     return found
 
 
-@pytest.mark.parametrize("module", ["prepare.py", "fleet_run.py", "runner.py"])
+@pytest.mark.parametrize(
+    "module", ["prepare.py", "fleet_run.py", "runner.py", "../ui/task_control.py"]
+)
 def test_the_task_pipeline_never_asks_a_kinds_name(module: str) -> None:
     assert _kind_name_tests(ROOT / "tasks" / module) == []
 

@@ -113,22 +113,28 @@ async def member_events(group: CopyGroup, copy: DirectCopy) -> AsyncIterator[ev.
         yield event
 
 
+def copy_group(spec: TaskSpec, hosts: Sequence[str]) -> CopyGroup | None:
+    """The destinations of a direct copy task fed together, when it has two or more (the
+    source itself is no destination when the copy lands on the same path there): the copy
+    kind's `together` hook."""
+    p = CopyParams.of(spec.params)
+    if p.via != "direct" or not p.fanout:
+        return None
+    dests = [h for h in hosts if not (h == p.source and p.to == p.path)]
+    return CopyGroup(spec.name, dests) if len(dests) >= 2 else None
+
+
 def copy_groups(
     specs: Mapping[str, TaskSpec], names: Sequence[str], hosts: Sequence[str]
 ) -> dict[str, CopyGroup]:
-    """A group for each direct copy task of the run with two or more destinations (the
-    source itself is no destination when the copy lands on the same path there)."""
+    """`copy_group` for each copy task of the run that has one."""
     groups: dict[str, CopyGroup] = {}
     for name in names:
         spec = specs.get(name)
-        if spec is None or spec.kind != "copy":
-            continue
-        p = CopyParams.of(spec.params)
-        if p.via != "direct" or not p.fanout:
-            continue
-        dests = [h for h in hosts if not (h == p.source and p.to == p.path)]
-        if len(dests) >= 2:
-            groups[name] = CopyGroup(name, dests)
+        if spec is not None and spec.kind == "copy":  # this kind's own helper
+            group = copy_group(spec, hosts)
+            if group is not None:
+                groups[name] = group
     return groups
 
 

@@ -8,11 +8,15 @@ in, and its test; `tests/unit/test_kinds.py` checks every kind registered here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from gpudash.tasks.kinds.base import Draft, Kind, Param, RunContext
+from gpudash.tasks.kinds.base import Draft, HostGroup, Kind, Param, RunContext
 from gpudash.tasks.kinds.torch import TORCH_CUDA_TAGS
+
+if TYPE_CHECKING:
+    from gpudash.tasks.spec import TaskSpec
 
 KIND_NAMES = (
     "uv",
@@ -41,4 +45,29 @@ def _load() -> dict[str, Kind]:
 
 KINDS: Mapping[str, Kind] = _load()
 
-__all__ = ["KINDS", "KIND_NAMES", "TORCH_CUDA_TAGS", "Draft", "Kind", "Param", "RunContext"]
+
+def run_groups(
+    specs: Mapping[str, TaskSpec], names: Sequence[str], hosts: Sequence[str]
+) -> dict[str, HostGroup]:
+    """For each task of a run whose kind runs its hosts together, that group."""
+    groups: dict[str, HostGroup] = {}
+    for name in names:
+        spec = specs.get(name)
+        together = spec.kind_def.together if spec is not None else None
+        group = together(spec, hosts) if together is not None and spec is not None else None
+        if group is not None:
+            groups[name] = group
+    return groups
+
+
+__all__ = [
+    "KINDS",
+    "KIND_NAMES",
+    "TORCH_CUDA_TAGS",
+    "Draft",
+    "HostGroup",
+    "Kind",
+    "Param",
+    "RunContext",
+    "run_groups",
+]

@@ -9,6 +9,8 @@ Hooks, each optional:
     preview(spec, draft)   what a confirmation shows when the job is not one shell script
     sites(params)          the internet sites the run downloads from ("" list: none)
     wants_facts(params)    whether the probe must run first (a parameter says "auto")
+    together(spec, hosts)  the run's hosts of this task as one group, where the kind runs
+                           them together (a copy fed to many destinations as one chain)
     run(ctx)               the run as task events, when it is not one detached job (a copy
                            is two jobs on two hosts); None: `gpudash.tasks.runner.run_task`
 """
@@ -16,10 +18,10 @@ Hooks, each optional:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from gpudash.tasks.events import TaskEvent
@@ -68,6 +70,13 @@ class RunContext:
     fan-out: `gpudash.tasks.copy.fanout.CopyGroup`)."""
 
 
+class HostGroup(Protocol):
+    """The hosts of one run that a kind runs together (a copy's fan-out chain)."""
+
+    def withdraw(self, host: str) -> None:
+        """`host` will not join (skipped, blocked, already done, or it ended)."""
+
+
 PrepareHook = Callable[[Draft, "Facts"], None]
 PreviewHook = Callable[["TaskSpec", Draft], str]
 RunHook = Callable[[RunContext], AsyncIterator["TaskEvent"]]
@@ -97,6 +106,8 @@ class Kind:
     sites: Callable[[Mapping[str, object]], tuple[str, ...]] | None = None
     wants_facts: Callable[[Mapping[str, object]], bool] | None = None
     run: RunHook | None = None
+    together: Callable[[TaskSpec, Sequence[str]], HostGroup | None] | None = None
+    """The run's hosts of this task as one group (`RunContext.group`), or None: each alone."""
 
     def download_sites(self, params: Mapping[str, object]) -> tuple[str, ...]:
         """Where this run downloads from: nothing when a mirror or local wheels are given."""

@@ -5,11 +5,11 @@ destinations: `copy.fanout`), or gpudash streams it (params.via = "gpudash":
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from gpudash.tasks.events import TaskEvent
-from gpudash.tasks.kinds.base import Draft, Kind, Param, RunContext
+from gpudash.tasks.kinds.base import Draft, HostGroup, Kind, Param, RunContext
 
 if TYPE_CHECKING:
     from gpudash.tasks.spec import TaskSpec
@@ -37,6 +37,12 @@ async def _run(ctx: RunContext) -> AsyncIterator[TaskEvent]:
         ctx.host, ctx.transport, ctx.prepared, ctx.peer, cancel=ctx.cancel, group=group
     ):
         yield event
+
+
+def _together(spec: TaskSpec, hosts: Sequence[str]) -> HostGroup | None:
+    from gpudash.tasks.copy.fanout import copy_group
+
+    return copy_group(spec, hosts)
 
 
 KIND = Kind(
@@ -67,4 +73,5 @@ KIND = Kind(
     default_timeout=6 * 3600,
     preview=_preview,
     run=_run,
+    together=_together,
 )
