@@ -119,6 +119,26 @@ def test_line_numbers_count_every_line_before_the_verdict_in_a_big_file(tmp_path
     assert verdict.lineno == healthy.count(b"\n") * copies + 3
 
 
+@pytest.mark.parametrize("log", FAILING, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_chunk_ends_anywhere_in_a_failure_change_nothing(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With small chunks, a failure placed across every chunk end gets the line-by-line
+    verdict: same code, same quoted line, same line number (the failure is followed by less
+    than a chunk, as an engine that exits leaves it)."""
+    monkeypatch.setattr(classify, "CHUNK", 4096)  # > any fixture and its tail
+    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
+    failure = log.read_bytes()
+    for pad in range(0, 8400, 263):
+        data = healthy * 3 + b"x" * pad + b"\n" + failure + healthy[: pad % 700]
+        path = tmp_path / "log"
+        path.write_bytes(data)
+        fed = Classifier("vllm")
+        for line in data.decode().split("\n"):
+            fed.feed(line)
+        assert classify_file(str(path), "vllm") == fed.result(), pad
+
+
 def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -> None:
     line = "\x1b]0;pwned\x07\u202eOSError: [Errno 98] Address already in use\x1b[31m" + "x" * 99999
     fed = Classifier("sglang")
