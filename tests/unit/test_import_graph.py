@@ -43,6 +43,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.config.model",
         ),
     ),
+    # Travels to the host and runs there on its own (issue 29): imports nothing but itself.
+    ("serve", ("gpudash.serve",)),
     ("probe", ("gpudash.probe",)),
     ("results", ("gpudash.model", "gpudash.saved", "gpudash.summary")),
     ("config", ("gpudash.config",)),
