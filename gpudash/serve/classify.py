@@ -22,9 +22,11 @@ try:
 except ImportError:  # on the host: the job's files/ folder is on sys.path
     import catalog  # type: ignore[no-redef]
 
+CATALOG = catalog.SIGNATURES  # every signature, each with the public report it was read in
 MAX_LINE = 4096  # characters of a line the matchers look at
 MAX_QUOTE = 400  # characters of a line a verdict quotes
 CHUNK = 4 << 20  # bytes classify_file reads at a time
+HEAD = 256  # characters of a line its prefixes and exception name are looked for in
 
 # Escape sequences and control characters (the quote is shown on terminals and panels).
 _ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -78,7 +80,7 @@ def clean_line(text: str) -> str:
 
 def message(line: str) -> str:
     """The message of a log line without the engine's prefixes (pid, level, time, rank)."""
-    m = _PREFIX.match(line)
+    m = _PREFIX.match(line[:HEAD])  # prefixes are short: a hostile line costs HEAD at most
     return line[m.end() :] if m else line.lstrip()
 
 
@@ -113,7 +115,7 @@ def is_error(line: str) -> bool:
     body = message(line[:MAX_LINE])
     if _is_code(body) or any(w in body for w in _WRAPPERS):
         return False
-    return _ERROR_HEAD.match(body) is not None
+    return _ERROR_HEAD.match(body[:HEAD]) is not None
 
 
 def failure(sig: catalog.Signature, line: str, lineno: int) -> Failure:

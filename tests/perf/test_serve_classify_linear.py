@@ -82,3 +82,34 @@ def test_the_bench_runs_at_its_smoke_size_and_finds_the_failure() -> None:
     assert [r["log"] for r in rows] == ["healthy", "failing"]
     assert rows[0]["code"] is None and rows[1]["code"] == "serve.oom"
     assert all(r["classify_s"] > 0 and r["cat_s"] > 0 and r["grep_s"] > 0 for r in rows)
+
+
+LINE_SHAPES = {
+    "spaces": " " * 9000,
+    "prefixes": "(x pid=1) [rank0]: " * 600,
+    "dotted_error_head": "a." * 4000 + "Error:",
+    "signature_far_out": "x" * 9000 + " NCCL error",
+    "progress_bar": "Capturing CUDA graphs:  7%|█▎ | 5/67\r" * 300,
+}
+
+
+@pytest.mark.parametrize("shape", list(LINE_SHAPES))
+def test_feeding_lines_one_by_one_is_linear_in_the_number_of_lines(shape: str) -> None:
+    """The supervisor feeds the engine's lines as they come: the cost of each line is bounded
+    (MAX_LINE), so the whole stays linear however hostile the lines."""
+    from gpudash.serve.classify import Classifier
+    from gpudash.serve.phases import PhaseTracker
+
+    def feed(count: int) -> float:
+        start = time.process_time()
+        judge, phases = Classifier("vllm"), PhaseTracker("vllm")
+        for _ in range(count):
+            judge.feed(LINE_SHAPES[shape])
+            phases.feed(LINE_SHAPES[shape])
+        return time.process_time() - start
+
+    times = [min(feed(n) for _ in range(2)) for n in (200, 400, 800)]
+    for small, big in itertools.pairwise(times):
+        if big > NOISE_S:
+            assert big / max(small, NOISE_S / 2) < MAX_RATIO, (shape, times)
+    assert times[-1] / 800 < 0.005, times  # under 5 ms a line, whatever the line
