@@ -133,7 +133,10 @@ class Classifier:
         self._first_error: str | None = None
 
     def feed(self, line: str) -> None:
+        """One line of the log (bytes are decoded; anything else is taken as its str)."""
         self.lineno += 1
+        if not isinstance(line, str):
+            line = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
         self._see(line, self.lineno)
 
     def _see(self, line: str, lineno: int) -> None:
