@@ -175,7 +175,7 @@ def classify_file(path: str, engine: str) -> Failure | None:
     line matching a signature, with its line number; None when none matches or the file
     cannot be read.
 
-    Every chunk is searched for catalog.PRIMARY; a chunk that holds it, whose next chunk
+    Every chunk is searched for catalog.PRIMARY; a chunk that holds it, whose neighbour
     does, or one of the last two (where an engine that exited wrote its error) is searched
     for every key, and only the lines holding one are judged. A line that holds no PRIMARY, in
     a chunk away from both, is not looked at: the price of reading a healthy 1 GB log once.
@@ -226,8 +226,9 @@ def _scan_file(f, primary: bytes, keys: list) -> tuple | None:
                     if hit is not None:
                         return hit[0], hit[1], chunk[2] + hit[2]
             return None
-        for chunk in window:
-            if not chunk[4] and (chunk[3] or holds):
+        for at, chunk in enumerate(window):
+            near = chunk[3] or holds or (at > 0 and window[at - 1][3])
+            if not chunk[4] and near:
                 chunk[4] = True
                 hit = _scan_chunk(chunk[0], chunk[1], keys)
                 if hit is not None:

@@ -140,6 +140,26 @@ def test_chunk_ends_anywhere_in_a_failure_change_nothing(
         assert classify_file(str(path), "vllm") == fed.result(), pad
 
 
+@pytest.mark.parametrize(
+    "log", [p for p in FAILING if b"rror" in p.read_bytes()], ids=lambda p: p.stem
+)
+def test_a_failure_in_the_middle_of_a_big_log_is_found_where_it_says_error(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Far from the end, a failure is found through the chunk that holds `rror` (its own, or
+    its neighbour's), wherever the chunk ends fall."""
+    monkeypatch.setattr(classify, "CHUNK", 4096)
+    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
+    for pad in range(0, 4096, 331):
+        data = healthy * 2 + b"y" * pad + b"\n" + log.read_bytes() + healthy * 12
+        path = tmp_path / "log"
+        path.write_bytes(data)
+        fed = Classifier("vllm")
+        for line in data.decode().split("\n"):
+            fed.feed(line)
+        assert classify_file(str(path), "vllm") == fed.result(), pad
+
+
 def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -> None:
     line = "\x1b]0;pwned\x07\u202eOSError: [Errno 98] Address already in use\x1b[31m" + "x" * 99999
     fed = Classifier("sglang")
