@@ -48,7 +48,8 @@ def test_fixtures_cover_every_code_in_both_engines_where_reports_have_them() -> 
     seen = {(log.parent.name, sidecar(log)["code"]) for log in FAILING}
     codes = {code for _, code in seen}
     assert codes == set(catalog.CODES)
-    for code in ("port_in_use", "gpu_busy", "oom", "kv_cache", "nccl", "model_access", "arch"):
+    both = ("port_in_use", "gpu_busy", "oom", "kv_cache", "nccl", "model_access", "arch", "driver")
+    for code in both:
         assert ("sglang", f"serve.{code}") in seen and ("vllm", f"serve.{code}") in seen, code
     for code in ("jit", "fabric"):
         assert ("vllm", f"serve.{code}") in seen, code
