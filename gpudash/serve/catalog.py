@@ -76,219 +76,138 @@ CODES: dict[str, tuple[str, str]] = {
     ),
 }
 
-# Each literal below is quoted from the thread named beside it.
+VLLM = "https://github.com/vllm-project/vllm/issues/"
+VLLM_PR = "https://github.com/vllm-project/vllm/pull/"
+SGLANG = "https://github.com/sgl-project/sglang/issues/"
+SGLANG_PR = "https://github.com/sgl-project/sglang/pull/"
+
+
+def _S(code: str, source: str, *needles: str, why: str = "") -> Signature:
+    return Signature(code, needles, source, why)
+
+
+# Each literal below is quoted from the thread named beside it; within a code, the more
+# telling wording first (a graph-capture OOM before any OOM).
 SIGNATURES: tuple[Signature, ...] = (
-    # --- port in use
-    Signature(
+    _S("serve.port_in_use", VLLM + "9763", "[Errno 98]", "ddress already in use"),
+    _S(
         "serve.port_in_use",
-        ("[Errno 98]", "ddress already in use"),
-        "https://github.com/vllm-project/vllm/issues/9763",
+        VLLM + "7514",
+        "error while attempting to bind on address",
+        "address already in use",
     ),
-    Signature(
+    _S("serve.port_in_use", SGLANG + "9396", "ZMQError", "Address already in use"),
+    _S(
         "serve.port_in_use",
-        ("error while attempting to bind on address", "address already in use"),
-        "https://github.com/vllm-project/vllm/issues/7514",
+        VLLM + "11617",
+        "failed to listen on any local network address",
+        "EADDRINUSE",
     ),
-    Signature(
-        "serve.port_in_use",
-        ("ZMQError", "Address already in use"),
-        "https://github.com/sgl-project/sglang/issues/9396",
-    ),
-    Signature(
-        "serve.port_in_use",
-        ("failed to listen on any local network address", "EADDRINUSE"),
-        "https://github.com/vllm-project/vllm/issues/11617",
-    ),
-    # --- GPUs held by others
-    Signature(
+    _S(
         "serve.gpu_busy",
-        ("The memory capacity is unbalanced. Some GPUs may be occupied by other processes",),
-        "https://github.com/sgl-project/sglang/issues/1533",
+        SGLANG + "1533",
+        "The memory capacity is unbalanced. Some GPUs may be occupied by other processes",
     ),
-    Signature(
+    _S(
         "serve.gpu_busy",
-        ("Free memory on device", "is less than desired GPU memory utilization"),
-        "https://github.com/vllm-project/vllm/issues/20305",
+        VLLM + "20305",
+        "Free memory on device",
+        "is less than desired GPU memory utilization",
     ),
-    Signature(
+    _S(
         "serve.gpu_busy",
-        ("CUDA-capable device(s) is/are busy or unavailable",),
         "https://github.com/hiyouga/LlamaFactory/issues/10240",
+        "CUDA-capable device(s) is/are busy or unavailable",
     ),
-    Signature(
+    _S(
         "serve.gpu_busy",
-        ("all CUDA-capable devices are busy or unavailable",),
         "https://github.com/chatchat-space/Langchain-Chatchat/issues/3813",
+        "all CUDA-capable devices are busy or unavailable",
     ),
-    # --- out of memory (graph capture first: its wording says more)
-    Signature(
+    _S(
         "serve.oom",
-        ("Capture cuda graph failed", "out of memory"),
-        "https://github.com/sgl-project/sglang/issues/5285",
+        SGLANG + "5285",
+        "Capture cuda graph failed",
+        "out of memory",
         why="CUDA ran out of memory while capturing CUDA graphs",
     ),
-    Signature(
-        "serve.oom",
-        ("CUDA out of memory",),
-        "https://github.com/vllm-project/vllm/issues/16343",
-    ),
-    Signature(
-        "serve.oom",
-        ("CUDA error: out of memory",),
-        "https://github.com/sgl-project/sglang/issues/4547",
-    ),
-    # --- no room for the KV cache
-    Signature(
+    _S("serve.oom", VLLM + "16343", "CUDA out of memory"),
+    _S("serve.oom", SGLANG + "4547", "CUDA error: out of memory"),
+    _S("serve.kv_cache", VLLM + "2248", "No available memory for the cache blocks"),
+    _S(
         "serve.kv_cache",
-        ("No available memory for the cache blocks",),
-        "https://github.com/vllm-project/vllm/issues/2248",
-    ),
-    Signature(
-        "serve.kv_cache",
-        ("is larger than the maximum number of tokens that can be stored in KV cache",),
-        "https://github.com/vllm-project/vllm/issues/2418",
+        VLLM + "2418",
+        "is larger than the maximum number of tokens that can be stored in KV cache",
         why="the model's max length needs more KV cache than fits after the weights",
     ),
-    Signature(
+    _S(
         "serve.kv_cache",
-        ("KV cache is needed, which is larger than the available KV cache memory",),
-        "https://github.com/vllm-project/vllm/issues/16118",
+        VLLM + "16118",
+        "KV cache is needed, which is larger than the available KV cache memory",
         why="one request at the model's max length needs more KV cache than fits",
     ),
-    Signature(
+    _S(
         "serve.kv_cache",
-        ("Not enough memory. Please try to increase --mem-fraction-static",),
-        "https://github.com/sgl-project/sglang/issues/4330",
+        SGLANG + "4330",
+        "Not enough memory. Please try to increase --mem-fraction-static",
     ),
-    # --- NCCL
-    Signature(
-        "serve.nccl",
-        ("NCCL error",),
-        "https://github.com/sgl-project/sglang/issues/4289",
-    ),
-    Signature(
-        "serve.nccl",
-        ("ncclSystemError",),
-        "https://github.com/pytorch/pytorch/issues/149984",
-    ),
-    Signature(
-        "serve.nccl",
-        ("ncclUnhandledCudaError",),
-        "https://github.com/vllm-project/vllm/issues/6732",
-    ),
-    # --- model access
-    Signature(
+    _S("serve.nccl", SGLANG + "4289", "NCCL error"),
+    _S("serve.nccl", "https://github.com/pytorch/pytorch/issues/149984", "ncclSystemError"),
+    _S("serve.nccl", VLLM + "6732", "ncclUnhandledCudaError"),
+    _S(
         "serve.model_access",
-        ("GatedRepoError",),
         "https://github.com/huggingface/huggingface_hub/pull/1225",
+        "GatedRepoError",
     ),
-    Signature(
+    _S("serve.model_access", SGLANG_PR + "14644", "You are trying to access a gated repo"),
+    _S("serve.model_access", SGLANG + "387", "Cannot access gated repo for url"),
+    _S(
         "serve.model_access",
-        ("You are trying to access a gated repo",),
-        "https://github.com/sgl-project/sglang/pull/14644",
-    ),
-    Signature(
-        "serve.model_access",
-        ("Cannot access gated repo for url",),
-        "https://github.com/sgl-project/sglang/issues/387",
-    ),
-    Signature(
-        "serve.model_access",
-        ("RepositoryNotFoundError",),
         "https://github.com/Sudharsanselvaraj/Token-Print/pull/305",
+        "RepositoryNotFoundError",
     ),
-    Signature(
+    _S("serve.model_access", VLLM + "13510", "Invalid repository ID or local directory specified"),
+    _S(
         "serve.model_access",
-        ("Invalid repository ID or local directory specified",),
-        "https://github.com/vllm-project/vllm/issues/13510",
-    ),
-    Signature(
-        "serve.model_access",
-        ("Could not detect config format for no config file found",),
         "https://github.com/zstar1003/ragflow-plus/issues/64",
+        "Could not detect config format for no config file found",
     ),
-    Signature(
-        "serve.model_access",
-        ("does not appear to have a file named",),
-        "https://github.com/vllm-project/vllm/pull/13724",
-    ),
-    # --- driver
-    Signature(
+    _S("serve.model_access", VLLM_PR + "13724", "does not appear to have a file named"),
+    _S("serve.driver", VLLM + "11623", "The NVIDIA driver on your system is too old"),
+    _S(
         "serve.driver",
-        ("The NVIDIA driver on your system is too old",),
-        "https://github.com/vllm-project/vllm/issues/11623",
+        VLLM + "1772",
+        "CUDA driver version is insufficient for CUDA runtime version",
     ),
-    Signature(
-        "serve.driver",
-        ("CUDA driver version is insufficient for CUDA runtime version",),
-        "https://github.com/vllm-project/vllm/issues/1772",
-    ),
-    # --- architecture
-    Signature(
+    _S("serve.arch", VLLM + "18995", "no kernel image is available for execution on the device"),
+    _S(
         "serve.arch",
-        ("no kernel image is available for execution on the device",),
-        "https://github.com/vllm-project/vllm/issues/18995",
-    ),
-    Signature(
-        "serve.arch",
-        ("cudaErrorNoKernelImageForDevice",),
         "https://github.com/RVC-Boss/GPT-SoVITS/issues/2625",
+        "cudaErrorNoKernelImageForDevice",
     ),
-    # --- JIT builds
-    Signature(
+    _S(
         "serve.jit",
-        ("nvcc fatal", "Unsupported gpu architecture"),
         "https://github.com/flashinfer-ai/flashinfer/issues/1658",
+        "nvcc fatal",
+        "Unsupported gpu architecture",
         why="nvcc on the host does not know this GPU's architecture, so the JIT build failed",
     ),
-    Signature(
+    _S(
         "serve.jit",
-        ("Failed to find C compiler",),
-        "https://github.com/vllm-project/vllm/issues/2997",
+        VLLM + "2997",
+        "Failed to find C compiler",
         why="Triton needs a C compiler to build its launcher and none was found",
     ),
-    Signature(
-        "serve.jit",
-        ("errors detected in the compilation of", "flashinfer"),
-        "https://github.com/sgl-project/sglang/issues/7855",
+    _S("serve.jit", SGLANG + "7855", "errors detected in the compilation of", "flashinfer"),
+    _S("serve.jit", SGLANG + "7855", "ninja: build stopped: subcommand failed"),
+    _S("serve.jit", SGLANG + "7855", "CalledProcessError", "ninja"),
+    _S("serve.fabric", VLLM + "16127", "Error 802: system not yet initialized"),
+    _S(
+        "serve.fabric", "https://github.com/pytorch/pytorch/issues/35710", "cudaErrorSystemNotReady"
     ),
-    Signature(
-        "serve.jit",
-        ("ninja: build stopped: subcommand failed",),
-        "https://github.com/sgl-project/sglang/issues/7855",
-    ),
-    Signature(
-        "serve.jit",
-        ("CalledProcessError", "ninja"),
-        "https://github.com/sgl-project/sglang/issues/7855",
-    ),
-    # --- fabric manager (CUDA error 802)
-    Signature(
-        "serve.fabric",
-        ("Error 802: system not yet initialized",),
-        "https://github.com/vllm-project/vllm/issues/16127",
-    ),
-    Signature(
-        "serve.fabric",
-        ("cudaErrorSystemNotReady",),
-        "https://github.com/pytorch/pytorch/issues/35710",
-    ),
-    Signature(
-        "serve.fabric",
-        ("CUDA_ERROR_SYSTEM_NOT_READY",),
-        "https://github.com/jax-ml/jax/issues/24866",
-    ),
-    Signature(
-        "serve.fabric",
-        ("CUDA error: system not yet initialized",),
-        "https://github.com/vllm-project/vllm/issues/26922",
-    ),
-    # --- disk
-    Signature(
-        "serve.disk",
-        ("No space left on device",),
-        "https://github.com/xai-org/grok-1/issues/138",
-    ),
+    _S("serve.fabric", "https://github.com/jax-ml/jax/issues/24866", "CUDA_ERROR_SYSTEM_NOT_READY"),
+    _S("serve.fabric", VLLM + "26922", "CUDA error: system not yet initialized"),
+    _S("serve.disk", "https://github.com/xai-org/grok-1/issues/138", "No space left on device"),
 )
 
 # A FlashInfer JIT load that never finishes: the lock of a killed run (flashinfer#972). Not an

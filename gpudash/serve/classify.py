@@ -15,7 +15,6 @@ literals (catalog.KEYS) and runs the matchers only on those. Travels to the host
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 try:
@@ -23,9 +22,11 @@ try:
 except ImportError:  # on the host: the job's files/ folder is on sys.path
     import catalog  # type: ignore[no-redef]
 
+CATALOG = catalog.SIGNATURES  # every signature, each with the public report it was read in
 MAX_LINE = 4096  # characters of a line the matchers look at
 MAX_QUOTE = 400  # characters of a line a verdict quotes
-CHUNK = 8 << 20  # bytes classify_file reads at a time
+CHUNK = 4 << 20  # bytes classify_file reads at a time
+HEAD = 256  # characters of a line its prefixes and exception name are looked for in
 
 # Escape sequences and control characters (the quote is shown on terminals and panels).
 _ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
@@ -79,7 +80,7 @@ def clean_line(text: str) -> str:
 
 def message(line: str) -> str:
     """The message of a log line without the engine's prefixes (pid, level, time, rank)."""
-    m = _PREFIX.match(line)
+    m = _PREFIX.match(line[:HEAD])  # prefixes are short: a hostile line costs HEAD at most
     return line[m.end() :] if m else line.lstrip()
 
 
@@ -92,15 +93,21 @@ def _is_code(body: str) -> bool:
 def judge(line: str) -> catalog.Signature | None:
     """The signature a single line matches, or None. Pure; looks at MAX_LINE characters."""
     line = line[:MAX_LINE]
-    if not any(key in line for key in catalog.KEYS):
+    for first, sig in _FIRST:
+        if first in line and all(needle in line for needle in sig.needles):
+            break
+    else:
         return None
     body = message(line)
     if _is_code(body) or any(w in body for w in _WRAPPERS):
         return None
-    for sig in catalog.SIGNATURES:
-        if all(needle in body for needle in sig.needles):
+    for first, sig in _FIRST:
+        if first in body and all(needle in body for needle in sig.needles):
             return sig
     return None
+
+
+_FIRST = tuple((sig.needles[0], sig) for sig in catalog.SIGNATURES)
 
 
 def is_error(line: str) -> bool:
@@ -108,7 +115,7 @@ def is_error(line: str) -> bool:
     body = message(line[:MAX_LINE])
     if _is_code(body) or any(w in body for w in _WRAPPERS):
         return False
-    return _ERROR_HEAD.match(body) is not None
+    return _ERROR_HEAD.match(body[:HEAD]) is not None
 
 
 def failure(sig: catalog.Signature, line: str, lineno: int) -> Failure:
@@ -126,7 +133,10 @@ class Classifier:
         self._first_error: str | None = None
 
     def feed(self, line: str) -> None:
+        """One line of the log (bytes are decoded; anything else is taken as its str)."""
         self.lineno += 1
+        if not isinstance(line, str):
+            line = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
         self._see(line, self.lineno)
 
     def _see(self, line: str, lineno: int) -> None:
@@ -161,95 +171,105 @@ def stall_cause(last_lines: list) -> Failure | None:
 
 
 def classify_file(path: str, engine: str) -> Failure | None:
-    """Classify a log file of any size in bounded memory (a few CHUNKs): the first line
-    matching a signature, with its line number; None when none matches or it cannot be read.
+    """Classify a log file of any size in bounded memory (three buffers of 2 x CHUNK): the first
+    line matching a signature, with its line number; None when none matches or the file
+    cannot be read.
 
-    Every chunk is searched for catalog.PRIMARY; a chunk that holds it, whose next chunk
-    does, or that ends the file (where an engine that exited wrote its error) is searched for
-    every key, and only the lines holding one are judged. `engine` is
-    accepted for the contract; the signatures hold for every engine.
+    Every chunk is searched for catalog.PRIMARY; a chunk that holds it, whose neighbour
+    does, or one of the last two (where an engine that exited wrote its error) is searched
+    for every key, and only the lines holding one are judged. A line that holds no PRIMARY, in
+    a chunk away from both, is not looked at: the price of reading a healthy 1 GB log once.
+    `engine` is accepted for the contract; the signatures hold for every engine.
     """
     primary = catalog.PRIMARY.encode()
     keys = [k.encode() for k in catalog.KEYS]
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed by the with below
+        with open(path, "rb", buffering=0) as f:
+            hit = _scan_file(f, primary, keys)
+            if hit is None:
+                return None
+            sig, line, offset = hit
+            f.seek(0)
+            return failure(sig, line, _count_lines(f, offset) + 1)
     except OSError:
         return None
-    with f:
-        chunks = _chunks(f)
-        base = 0  # file offset of the current chunk
-        try:
-            cur = next(chunks, b"")
-            while cur:
-                nxt = next(chunks, b"")
-                if not nxt or primary in cur or primary in nxt:
-                    hit = _scan_chunk(cur, keys)
-                    if hit is not None:
-                        sig, line, offset = hit
-                        return failure(sig, line, _count_lines(path, base + offset) + 1)
-                base += len(cur)
-                cur = nxt
-        except OSError:
-            return None
-    return None
 
 
-def _chunks(f) -> Iterator[bytes]:
-    """The file in pieces of about CHUNK bytes that end at a line end (a line longer than
-    CHUNK is cut where the piece ends)."""
+def _scan_file(f, primary: bytes, keys: list) -> tuple | None:
+    """(signature, line, file offset of the line) of the first verdict, or None.
+
+    Three buffers rotate: the chunk being read and the two before it, so that the last two
+    chunks of the file are always judged in full (a failure's lines straddle a chunk end)."""
+    bufs = [bytearray(2 * CHUNK) for _ in range(3)]
     carry = b""
+    base = 0
+    window: list = []  # up to two chunks before: [buffer, end, file offset, holds, judged]
+    turn = 0
     while True:
-        data = f.read(CHUNK)
-        if not data:
-            if carry:
-                yield carry
-            return
-        if carry:
-            data = carry + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if len(data) >= CHUNK:
-                yield data
-                carry = b""
-            else:
-                carry = data
-            continue
-        yield data[: cut + 1]
-        carry = data[cut + 1 :]
+        buf = bufs[turn]
+        turn = (turn + 1) % 3
+        kept = len(carry)
+        buf[:kept] = carry
+        got = f.readinto(memoryview(buf)[kept : kept + CHUNK]) or 0
+        valid = kept + got
+        if got == 0:  # the end: what is left is one last line without a newline
+            end, carry = valid, b""
+        else:
+            cut = buf.rfind(b"\n", 0, valid)
+            end = cut + 1 if cut >= 0 else valid  # a line longer than CHUNK is cut here
+            carry = bytes(buf[end:valid])
+        holds = end > 0 and buf.find(primary, 0, end) >= 0
+        if got == 0:
+            for chunk in [*window, [buf, end, base, holds, False]]:
+                if not chunk[4]:
+                    hit = _scan_chunk(chunk[0], chunk[1], keys)
+                    if hit is not None:
+                        return hit[0], hit[1], chunk[2] + hit[2]
+            return None
+        for at, chunk in enumerate(window):
+            near = chunk[3] or holds or (at > 0 and window[at - 1][3])
+            if not chunk[4] and near:
+                chunk[4] = True
+                hit = _scan_chunk(chunk[0], chunk[1], keys)
+                if hit is not None:
+                    return hit[0], hit[1], chunk[2] + hit[2]
+        window = [*window[-1:], [buf, end, base, holds, False]]
+        base += end
 
 
-def _scan_chunk(chunk: bytes, keys: list) -> tuple | None:
-    """Judge, in file order, each line of a chunk that holds a key: the first signature with
-    its line and the line's offset in the chunk, or None."""
+def _scan_chunk(buf: bytearray, end: int, keys: list) -> tuple | None:
+    """Judge, in file order, each line of buf[:end] that holds a key: the first signature
+    with its line and the line's offset in the chunk, or None."""
     starts = set()
     for key in keys:
-        pos = chunk.find(key)
+        pos = buf.find(key, 0, end)
         while pos >= 0:
-            starts.add(chunk.rfind(b"\n", 0, pos) + 1)
-            end = chunk.find(b"\n", pos)
-            if end < 0:
+            starts.add(buf.rfind(b"\n", 0, pos) + 1)
+            stop = buf.find(b"\n", pos, end)
+            if stop < 0:
                 break
-            pos = chunk.find(key, end)
+            pos = buf.find(key, stop, end)
     for start in sorted(starts):
-        end = chunk.find(b"\n", start)
-        line = chunk[start : end if end >= 0 else len(chunk)][: MAX_LINE * 4]
-        text = line.decode("utf-8", "replace")
+        stop = buf.find(b"\n", start, end)
+        stop = end if stop < 0 else stop
+        text = bytes(buf[start : min(stop, start + MAX_LINE * 4)]).decode("utf-8", "replace")
         sig = judge(text)
         if sig is not None:
             return sig, text, start
     return None
 
 
-def _count_lines(path: str, offset: int) -> int:
+def _count_lines(f, offset: int) -> int:
     """Newlines before `offset`: counted only once a verdict is found, so a healthy log is
     read once."""
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
     count = 0
-    with open(path, "rb") as f:
-        left = offset
-        while left > 0:
-            data = f.read(min(CHUNK, left))
-            if not data:
-                break
-            count += data.count(b"\n")
-            left -= len(data)
+    left = offset
+    while left > 0:
+        got = f.readinto(view[: min(CHUNK, left)]) or 0
+        if got == 0:
+            break
+        count += buf.count(b"\n", 0, got)
+        left -= got
     return count

@@ -43,7 +43,8 @@ _SHARDS = ("weights", "Loading safetensors checkpoint shards")
 _MARKS: dict[str, tuple[tuple[str, str], ...]] = {
     "sglang": (
         # "[2025-06-19 15:12:27] Load weight end. type=Qwen3ForCausalLM, ..." and the rest:
-        # sgl-project/sglang#7227, #2468, #11716, #4233.
+        # sgl-project/sglang#7227, #2468, #11716, #4233; "Load weight begin. avail mem=" is
+        # sglang's srt/model_executor/model_runner.py (logger.info in load_model).
         ("weights", "Load weight begin"),
         _SHARDS,
         ("kv_cache", "Load weight end"),
@@ -144,6 +145,8 @@ class PhaseTracker:
 
     def feed(self, line: str) -> str | None:
         """The phase this line enters when it moves the engine forward, else None."""
+        if not isinstance(line, str):
+            line = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
         line = line[:MAX_LINE]
         self._facts(line)
         at = PHASES.index(self.phase)

@@ -43,16 +43,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.config.model",
         ),
     ),
-    # The serve modules that travel to the host import only each other (stdlib, Python 3.9+),
-    # so any layer may read them (the serve probe section: the state file, phase titles).
-    ("serve-host", ("gpudash.serve",)),
+    # Travels to the host and runs there on its own (issue 29): imports nothing but itself,
+    # so any layer may read it (the serve probe section: the state file, phase titles).
+    ("serve", ("gpudash.serve",)),
     ("probe", ("gpudash.probe",)),
     ("results", ("gpudash.model", "gpudash.saved", "gpudash.summary")),
     ("config", ("gpudash.config",)),
     ("checks", ("gpudash.checks",)),
     ("transport", ("gpudash.transport",)),
     ("orchestration", ("gpudash.host_probe", "gpudash.fleet", "gpudash.headstart")),
-    ("serve", ("gpudash.serve.preflight",)),  # reads the probe's results and the checks' facts
+    ("serve-preflight", ("gpudash.serve.preflight",)),  # reads the probe's results, checks
     ("tasks", ("gpudash.tasks",)),
     ("faces", ("gpudash.report", "gpudash.cli", "gpudash.ui", "gpudash.__main__")),
 )

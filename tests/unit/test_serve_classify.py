@@ -6,6 +6,7 @@ names the report, the code the log must get and a piece of the line the verdict 
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -47,7 +48,8 @@ def test_fixtures_cover_every_code_in_both_engines_where_reports_have_them() -> 
     seen = {(log.parent.name, sidecar(log)["code"]) for log in FAILING}
     codes = {code for _, code in seen}
     assert codes == set(catalog.CODES)
-    for code in ("port_in_use", "gpu_busy", "oom", "kv_cache", "nccl", "model_access", "arch"):
+    both = ("port_in_use", "gpu_busy", "oom", "kv_cache", "nccl", "model_access", "arch", "driver")
+    for code in both:
         assert ("sglang", f"serve.{code}") in seen and ("vllm", f"serve.{code}") in seen, code
     for code in ("jit", "fabric"):
         assert ("vllm", f"serve.{code}") in seen, code
@@ -119,6 +121,46 @@ def test_line_numbers_count_every_line_before_the_verdict_in_a_big_file(tmp_path
     assert verdict.lineno == healthy.count(b"\n") * copies + 3
 
 
+@pytest.mark.parametrize("log", FAILING, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_chunk_ends_anywhere_in_a_failure_change_nothing(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With small chunks, a failure placed across every chunk end gets the line-by-line
+    verdict: same code, same quoted line, same line number (the failure is followed by less
+    than a chunk, as an engine that exits leaves it)."""
+    monkeypatch.setattr(classify, "CHUNK", 4096)  # > any fixture and its tail
+    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
+    failure = log.read_bytes()
+    for pad in range(0, 8400, 263):
+        data = healthy * 3 + b"x" * pad + b"\n" + failure + healthy[: pad % 700]
+        path = tmp_path / "log"
+        path.write_bytes(data)
+        fed = Classifier("vllm")
+        for line in data.decode().split("\n"):
+            fed.feed(line)
+        assert classify_file(str(path), "vllm") == fed.result(), pad
+
+
+@pytest.mark.parametrize(
+    "log", [p for p in FAILING if b"rror" in p.read_bytes()], ids=lambda p: p.stem
+)
+def test_a_failure_in_the_middle_of_a_big_log_is_found_where_it_says_error(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Far from the end, a failure is found through the chunk that holds `rror` (its own, or
+    its neighbour's), wherever the chunk ends fall."""
+    monkeypatch.setattr(classify, "CHUNK", 4096)
+    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
+    for pad in range(0, 4096, 331):
+        data = healthy * 2 + b"y" * pad + b"\n" + log.read_bytes() + healthy * 12
+        path = tmp_path / "log"
+        path.write_bytes(data)
+        fed = Classifier("vllm")
+        for line in data.decode().split("\n"):
+            fed.feed(line)
+        assert classify_file(str(path), "vllm") == fed.result(), pad
+
+
 def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -> None:
     line = "\x1b]0;pwned\x07\u202eOSError: [Errno 98] Address already in use\x1b[31m" + "x" * 99999
     fed = Classifier("sglang")
@@ -155,7 +197,9 @@ def test_the_modules_import_on_the_host_without_gpudash(tmp_path: Path) -> None:
     """They travel as job files: importable as top-level modules with only stdlib."""
     src = Path(classify.__file__).parent
     for name in ("catalog.py", "classify.py", "phases.py"):
-        (tmp_path / name).write_text((src / name).read_text())
+        text = (src / name).read_text()
+        ast.parse(text, feature_version=(3, 9))  # the serving venv's Python may be 3.9
+        (tmp_path / name).write_text(text)
     code = (
         f"import sys; sys.modules['gpudash'] = None; sys.path.insert(0, {str(tmp_path)!r})\n"
         "import classify, phases\n"
