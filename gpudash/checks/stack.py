@@ -8,13 +8,12 @@ A cc newer than gpudash's facts is said to be unknown, never failed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.facts.binary_compat import parse_arch_list, ptx_runs, sass_runs
 from gpudash.checks.facts.cuda_driver import MVC_MIN_DRIVER, NATIVE_MIN_DRIVER
-from gpudash.checks.facts.engines import ENGINE_BUILDS, ENGINE_FLOOR
 from gpudash.checks.facts.torch_builds import TorchBuild, builds_of, release_key, releases
 from gpudash.versions import compare, parse_version
 
@@ -67,12 +66,12 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 @dataclass(frozen=True)
 class GpuFit:
     cc: str
-    how: str  # "sass" | "sass_compat" | "ptx" | "none" | "unknown" | "no_cc"
-    matched: str  # "sm_100" / "compute_120" / ""
+    how: str  # "sass" | "sass_compat" | "stated" | "ptx" | "none" | "unknown" | "no_cc"
+    matched: str  # "sm_100" / "compute_120" / ""; "stated": the release's own docs say so
 
     @property
     def severity(self) -> str:
-        return {"sass": OK, "sass_compat": OK, "none": FAIL}.get(self.how, WARN)
+        return {"sass": OK, "sass_compat": OK, "stated": OK, "none": FAIL}.get(self.how, WARN)
 
 
 @dataclass(frozen=True)
@@ -230,6 +229,7 @@ def choose_torch(
     pin_torch: str | None = None,
     pin_cuda: str | None = None,
     reported_cuda: str | None = None,
+    broken: Collection[int] = (),
 ) -> Choice:
     """The newest torch release with a variant that runs on every GPU under `driver`.
 
@@ -237,13 +237,28 @@ def choose_torch(
     `pin_torch` ("2.9.*", "2.9") and `pin_cuda` ("cu126") narrow the candidates; a pin that
     cannot run is refused with the reason of the pinned build itself. A GPU without a known
     cc, or a driver of unknown version, is a refusal that says so: never a guess.
+
+    One exception: GPUs the driver reports broken (`broken`: indices in ERR!, whose cc cannot
+    be read) on a host whose readable GPUs are all one compute capability. A host of 8 is one
+    model in practice, and a broken GPU runs nothing anyway: the choice is made from the
+    others and says, as a warning, which GPU it could not look at.
     """
-    missing = [str(i) for i, cc in enumerate(ccs) if _cc(cc) is None]
+    missing = [i for i, cc in enumerate(ccs) if _cc(cc) is None]
+    readable = {cc for cc in ccs if _cc(cc) is not None}
+    warning = ""
+    if missing and set(missing) <= set(broken) and len(readable) == 1:
+        others = [cc for cc in ccs if _cc(cc) is not None]
+        shown = ", ".join(map(str, missing))
+        warning = (
+            f"; warn: GPU {shown} in error (cc unknown) left out: chosen from the other "
+            f"{len(others)}, all cc {others[0]}; check GPU {shown} runs this build once repaired"
+        )
+        ccs, missing = others, []
     if missing:
         return Choice(
             None,
             None,
-            f"compute capability unknown for GPU {', '.join(missing)}: "
+            f"compute capability unknown for GPU {', '.join(map(str, missing))}: "
             'cannot tell which wheels have its kernels; set cuda = "cuNNN"',
         )
     if parse_version(driver) is None and _cc(reported_cuda) is None:
@@ -267,7 +282,7 @@ def choose_torch(
                 last = (build, v)  # pinned: the newest pinned build; else the oldest tried
         if ok:
             build, v = min(ok, key=lambda bv: _rank(bv[1]))
-            return Choice(build, v, _why(build, v))
+            return Choice(build, v, _why(build, v) + warning)
     pins = " ".join(p for p in (f"torch {pin_torch}" if pin_torch else "", pin_cuda or "") if p)
     if last is None:
         what = f"no torch build in gpudash's facts (of {FACTS_DATE}) matches {pins or 'this host'}"
@@ -332,41 +347,3 @@ def suggest_fix(
     if best.build is not None:
         options.append(f"torch {best.build.release} {best.build.variant}")
     return "use " + " or ".join(dict.fromkeys(options)) if options else best.why
-
-
-def engine_runs_here(
-    package: str, version: str | None, cuda: tuple[int, int] | None, ccs: Sequence[str | None]
-) -> Verdict:
-    """Whether an installed engine wheel (flashinfer, sgl-kernel, vllm) has kernels for `ccs`.
-
-    Below the engine's floor is a FAIL; a cc covered only by JIT (flashinfer compiles at run
-    time) or by a row not read at the installed version is a WARN saying so.
-    """
-    floor = ENGINE_FLOOR.get(package)
-    if floor is None:
-        return Verdict(WARN, "unknown", "", (), f"{package} is not in gpudash's facts")
-    series = ".".join((version or "").split(".")[:2])
-    rows = [r for r in ENGINE_BUILDS if r.package == package and r.versions == series] or [
-        r for r in ENGINE_BUILDS if r.package == package
-    ]
-    row = next(
-        (r for r in rows if cuda is not None and r.cuda_below and cuda < r.cuda_below), rows[-1]
-    )
-    fits = []
-    for text in ccs:
-        cc = _cc(text)
-        if cc is not None and cc < floor:
-            fits.append(GpuFit(text or "", "none", ""))
-        else:
-            fits.append(gpu_fit(row.arch_list, text))
-    reason = _gpu_reason(f"{package} {version or ''}".strip(), fits)
-    below = [f.cc for f in fits if f.how == "none" and (_cc(f.cc) or (99, 0)) < floor]
-    if below:
-        reason = (
-            f"{package} needs compute capability >= {floor[0]}.{floor[1]}; GPU cc "
-            f"{', '.join(below)} is below it"
-        )
-    sev = _worst([f.severity for f in fits])
-    if package == "flashinfer" and sev == FAIL and not below:
-        sev = WARN  # flashinfer-python JIT-compiles for GPUs its cache lacks
-    return Verdict(sev, "unknown", "", tuple(fits), reason)

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from gpudash.checks.context import Context
 from gpudash.checks.cuda import can_target
+from gpudash.checks.engine_fit import engine_runs_here
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.facts.torch_builds import find
 from gpudash.checks.finding import Fact, Finding, Severity
 from gpudash.checks.stack import (
     GpuFit,
     driver_path,
-    engine_runs_here,
     gpu_fit,
     min_driver,
     suggest_fix,
@@ -175,11 +175,34 @@ def _unknown_build(
     build, a release newer than the facts): its arch list is unknown. What is still known is
     that a CUDA release cannot compile SASS for a cc it does not know (toolkit release notes),
     so on such a GPU only PTX could run it."""
-    blind = []
+    blind, dropped = [], []
     for cc, indices in _ccs(ctx).items():
         cc_t = parse_version(cc)
-        if cc_t is not None and len(cc_t) >= 2 and can_target(cuda, (cc_t[0], cc_t[1]))[0] is False:
-            blind.append(f"sm_{cc_t[0]}{cc_t[1]} (GPU {', '.join(map(str, indices))})")
+        if cc_t is None or len(cc_t) < 2:
+            continue
+        ok, reason = can_target(cuda, (cc_t[0], cc_t[1]))
+        where = f"sm_{cc_t[0]}{cc_t[1]} (GPU {', '.join(map(str, indices))})"
+        if ok is False and "no longer targets" in reason:
+            # Below the toolkit's floor there is neither SASS nor PTX old enough to JIT: the
+            # lowest PTX such a CUDA emits is for its floor, above this GPU (CUDA 13: sm_75).
+            dropped.append(f"{where}: {reason}")
+        elif ok is False:
+            blind.append(where)
+    if dropped:
+        return [
+            Finding(
+                Severity.FAIL,
+                "wheels.torch_cannot_target_gpu",
+                f"torch {version} ({variant}) in {venv} cannot run on "
+                f"{'; '.join(dropped)}: no kernels and no PTX it could JIT",
+                why=f"{_NO_KERNEL}; whatever its arch list (not in gpudash's facts of "
+                f"{FACTS_DATE}), a CUDA {short(cuda)} build has nothing for this GPU.",
+                fix="Install a torch built with a CUDA that still targets this GPU "
+                "(the one gpudash picks: `gpudash run torch HOST --show`).",
+                facts=facts,
+                fix_task="torch",
+            )
+        ]
     title = (
         f"torch {version} ({variant}) in {venv} is not in gpudash's facts (of {FACTS_DATE}): "
         "which GPUs it has kernels for is unknown"

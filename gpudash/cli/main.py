@@ -63,7 +63,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="Triage and bootstrap GPU machines for LLM inference, over SSH.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
-    parser.add_argument("--config", metavar="PATH", help="config file (default: see README)")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $GPUDASH_CONFIG, else $XDG_CONFIG_HOME/gpudash/config.toml,"
+        " i.e. ~/.config/gpudash/config.toml; with none: this machine)",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name in _command_modules(argv):
         importlib.import_module(name).register(sub)

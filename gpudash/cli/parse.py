@@ -32,6 +32,7 @@ _FOUND: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
     ),
     "nvlink": ("no `nvidia-smi nvlink --status` output found", lambda d: bool(d.get("gpus"))),
     "nvcc": ("no `nvcc --version` output found", lambda d: bool(d.get("release"))),
+    "p2p": ("no `nvidia-smi topo -p2p` matrix found", lambda d: bool(d.get("status"))),
 }
 
 
@@ -46,6 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def parse_command(args: argparse.Namespace) -> ExitCode:
     from gpudash.cli.document import envelope
+    from gpudash.probe.p2p import looks_like_p2p
     from gpudash.probe.tools import parse_tool
 
     if args.file == "-":
@@ -58,8 +60,16 @@ def parse_command(args: argparse.Namespace) -> ExitCode:
     fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
     data = parse_tool(args.kind, text, fields)
     missing, found = _FOUND[args.kind]
+    where = "stdin" if args.file == "-" else args.file
+    if args.kind in ("topo", "nvlink") and looks_like_p2p(text):
+        # Its matrix has the shape of `topo -m`; read as one it would be taken for links.
+        print(
+            f"gpudash: {where}: this is `nvidia-smi topo -p2p` output; "
+            f"read it with `gpudash parse p2p {args.file}`",
+            file=sys.stderr,
+        )
+        return ExitCode.FAILED
     if not found(data):
-        where = "stdin" if args.file == "-" else args.file
         print(f"gpudash: {where}: {missing}", file=sys.stderr)
         return ExitCode.FAILED
     if args.text:
@@ -131,6 +141,16 @@ def summary_lines(kind: str, data: dict[str, Any]) -> list[str]:
             count = f"{len(active)} of {len(g['links'])} links active"
             lines.append(f"GPU {g['index']}: {g.get('name') or '?'}: {count}{rate}")
         return lines
+    if kind == "p2p":
+        gpus = data["gpus"]
+        verdict = (
+            "every pair OK"
+            if data.get("all_ok")
+            else f"{len(data['blocked'])} pair(s) not OK"
+            if data.get("blocked")
+            else "no pair to check"
+        )
+        return [f"{len(gpus)} GPUs; peer-to-peer: {verdict}", *(f"  {b}" for b in data["blocked"])]
     # nvcc
     return [f"nvcc {data.get('version') or data.get('release')} (CUDA {data.get('release')})"]
 

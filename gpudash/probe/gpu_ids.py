@@ -2,27 +2,18 @@
 
 The nvidia-smi table cuts names at 20-odd characters ("NVIDIA RTX PRO 6000 Blac..."); when
 `--query-gpu=compute_cap` is not there, the PCI device id (`nvidia-smi -q` "Device Id",
-`lspci -n`) or an unambiguous name prefix still tells the cc. Every row comes from a real
-capture that printed both the id or name and the cc.
+`lspci -n`) or an unambiguous name prefix still tells the cc. Every row names its source:
+the PCI ID Repository, the driver README, NVIDIA's CUDA GPUs page or a real capture.
 """
 
 from __future__ import annotations
 
-# PCI device id (lower-case hex, vendor 10de) -> (product, cc).
-PCI_DEVICE_CC: dict[str, tuple[str, str]] = {
-    # lspci "NVIDIA Corporation Device 2bb4" beside `--query-gpu=name,compute_cap` printing
-    # "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition, 12.0" on the same host
-    # (search index id 55414006193; tests/fixtures/public/lspci-rtxpro6000-maxq-2bb4.txt).
-    "2bb4": ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "12.0"),
-}
+from gpudash.checks.facts.gpu_identity import BY_DEVICE_ID, BY_NAME, BY_PCI_NAME
 
-# Full product names -> cc, for matching a truncated name by prefix.
-NAME_CC: dict[str, str] = {
-    # same capture as above
-    "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition": "12.0",
-    # "DEVICE : NVIDIA RTX PRO 6000 Blackwell Server Edition / CC : sm_120" (index id 71436549283)
-    "NVIDIA RTX PRO 6000 Blackwell Server Edition": "12.0",
-}
+# The table and its sources live with the other facts (gpudash.checks.facts.gpu_identity, a
+# module that imports nothing, so the probe may read it).
+PCI_DEVICE_CC: dict[str, tuple[str, str]] = BY_DEVICE_ID
+NAME_CC: dict[str, str] = BY_NAME
 
 
 def cc_from_pci_id(device_id: str | None) -> str | None:
@@ -43,7 +34,9 @@ def cc_from_pci_id(device_id: str | None) -> str | None:
 
 
 def cc_from_name(name: str | None) -> str | None:
-    """A full or truncated ("...") name -> cc when every known name it could be agrees."""
+    """A full or truncated ("...") name -> cc when every known name it could be agrees.
+
+    Full names are the driver's (nvidia-smi) or pci.ids' (lspci, with or without "NVIDIA ")."""
     text = (name or "").strip()
     if not text:
         return None
@@ -53,5 +46,6 @@ def cc_from_name(name: str | None) -> str | None:
             return None
         ccs = {cc for full, cc in NAME_CC.items() if full.startswith(stem)}
     else:
-        ccs = {NAME_CC[text]} if text in NAME_CC else set()
+        bare = text.removeprefix("NVIDIA ")
+        ccs = {c for c in (NAME_CC.get(text), BY_PCI_NAME.get(bare)) if c is not None}
     return ccs.pop() if len(ccs) == 1 else None

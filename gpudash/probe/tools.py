@@ -9,6 +9,7 @@ from typing import Any
 from gpudash.probe import TOOL_KINDS
 from gpudash.probe.nvcc import parse_nvcc
 from gpudash.probe.nvlink import parse_nvlink
+from gpudash.probe.p2p import parse_p2p
 from gpudash.probe.query import parse_query
 from gpudash.probe.smi import parse_smi
 from gpudash.probe.topo import parse_topo
@@ -28,4 +29,6 @@ def parse_tool(kind: str, text: str, fields: Sequence[str] | None = None) -> dic
         return parse_nvlink(text).to_json()
     if kind == "nvcc":
         return parse_nvcc(text).to_json()
+    if kind == "p2p":
+        return parse_p2p(text).to_json()
     raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")

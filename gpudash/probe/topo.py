@@ -200,12 +200,15 @@ def _links(rest: str, count: int) -> tuple[list[str], str]:
 
 def _trailing(tail: str, count: int) -> list[str]:
     """Affinity cells after the links. With tabs, an empty cell is a real empty value except
-    the doubled tab nvidia-smi prints before the last column; with spaces, cells are words."""
+    the doubled tab nvidia-smi prints before an `N/A` cell (`0-7\t\tN/A\t\tN/A`: NUMA
+    Affinity and GPU NUMA ID both N/A, HAMi#99) and before the last column; with spaces,
+    cells are words."""
     if "\t" not in tail:
         return tail.split()[:count]
     cells = [c.strip() for c in tail.split("\t")]
     if cells and not cells[0]:
         cells = cells[1:]
+    cells = [c for i, c in enumerate(cells) if c or i + 1 >= len(cells) or cells[i + 1] != "N/A"]
     while len(cells) > count and len(cells) >= 2 and not cells[-2]:
         del cells[-2]
     while len(cells) > count and not cells[-1]:

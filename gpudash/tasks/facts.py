@@ -34,6 +34,9 @@ class Facts:
     sites: tuple[tuple[str, bool, str], ...] = ()
     """The probe's network check, per named site: (host, reached, why not). Empty when it
     did not look (or named only IP literals, which say nothing about the internet)."""
+    broken: tuple[int, ...] = ()
+    """Positions in `ccs` of GPUs nvidia-smi shows in error (ERR!): the torch choice may
+    leave them out when the others are one model (gpudash.checks.stack.choose_torch)."""
     result: HostResult | None = None
 
     @classmethod
@@ -43,7 +46,8 @@ class Facts:
         gpus = result.data("gpus") if result is not None else None
         if gpus is None:
             return cls(sites=sites, result=result)
-        ccs = tuple(g.cc or None for g in getattr(gpus, "gpus", ()))
+        listed = tuple(getattr(gpus, "gpus", ()))
+        ccs = tuple(g.cc or None for g in listed)
         return cls(
             getattr(gpus, "cuda_version", None),
             ccs,
@@ -51,6 +55,7 @@ class Facts:
             driver_version=getattr(gpus, "driver_version", None),
             gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
             sites=sites,
+            broken=tuple(i for i, g in enumerate(listed) if getattr(g, "error", False)),
             result=result,
         )
 

@@ -20,6 +20,7 @@ import pytest
 from gpudash.probe.arch import cc_from_name
 from gpudash.probe.nvcc import parse_nvcc
 from gpudash.probe.nvlink import parse_nvlink
+from gpudash.probe.p2p import parse_p2p
 from gpudash.probe.parts import Part, split_parts
 from gpudash.probe.query import parse_query
 from gpudash.probe.registry import SECTION_NAMES, section
@@ -73,6 +74,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "df": lambda n: "fs\t/\t/dev/sda1" + " " * n + "1 2 3 x% /\n",
     "topo_header": lambda n: "\t" + "\t".join(f"GPU{i}" for i in range(n // 6)) + "\n",
     "gpu_lost": lambda n: _repeat("GPU is lost\n", n),
+    "p2p_rows": lambda n: " GPU0\tGPU1\n" + _repeat(" GPU0\tX\tOK\t" + "OK\t" * 500 + "\n", n),
     "nvcc_run": lambda n: "nvcc" * (n // 4),
     "markers": lambda n: _repeat(f"@@gpudash:{NONCE}:part:x\n", n),
 }
@@ -94,6 +96,7 @@ AIMED = {
     "query": ("query_row", "digits"),
     "nvlink": ("nvlink_gpu", "nvlink_link"),
     "topo": ("topo_header", "tabs"),
+    "p2p": ("topo_header", "tabs", "p2p_rows"),
     "nvcc": ("nvcc_run",),
     "arch": ("pipes",),
     "parts": ("markers",),
@@ -132,6 +135,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "query": parse_query,
     "nvlink": parse_nvlink,
     "topo": parse_topo,
+    "p2p": parse_p2p,
     "nvcc": parse_nvcc,
     "arch": cc_from_name,
     "parts": lambda text: split_parts(text, NONCE),

@@ -41,6 +41,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.versions",
             "gpudash.units",
             "gpudash.config.model",
+            # A facts table the probe reads (device id / name -> cc); it imports nothing.
+            "gpudash.checks.facts.gpu_identity",
         ),
     ),
     # Travels to the host and runs there on its own (issue 29): imports nothing but itself,
@@ -64,6 +66,7 @@ LEAVES = (
     "gpudash.units",
     "gpudash.versions",
     "gpudash.config.model",
+    "gpudash.checks.facts.gpu_identity",
 )
 """Modules anyone may import: they import nothing of gpudash (config.model only for types)."""
 

@@ -111,6 +111,15 @@ def test_topo_reads_the_h200_capture_despite_ansi_underline_and_doubled_tab() ->
     assert data["gpu_numa_id"] == {"GPU0": "N/A"}
 
 
+def test_topo_keeps_a_numa_affinity_of_n_a_as_n_a() -> None:
+    """HAMi#99's Tesla P4: `0-7\t\tN/A\t\tN/A`, a doubled tab before each N/A (issue 31:
+    the NUMA affinity came out empty and the N/A landed in the wrong column)."""
+    topo = parse_topo(read("public/topo-p4-1x-numa-na-tabs.txt"))
+    assert topo.cpu_affinity == {"GPU0": "0-7"}
+    assert topo.numa_affinity == {"GPU0": "N/A"}
+    assert topo.gpu_numa_id == {"GPU0": "N/A"}
+
+
 def test_topo_splits_a_fused_cell_from_a_16_nic_header() -> None:
     topo = parse_topo(read("public/topo-b200-8x-nv18-16nic-fused-cell-partial.txt"))
     row = topo.links["GPU0"]

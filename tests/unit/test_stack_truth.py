@@ -10,12 +10,12 @@ import re
 
 import pytest
 
+from gpudash.checks.engine_fit import engine_runs_here
 from gpudash.checks.facts import FACTS_DATE
 from gpudash.checks.facts.binary_compat import Target, ptx_runs, sass_runs
 from gpudash.checks.facts.torch_builds import TORCH_BUILDS, find
 from gpudash.checks.stack import (
     choose_torch,
-    engine_runs_here,
     suggest_fix,
     torch_runs_here,
 )
@@ -110,14 +110,24 @@ RUNS = [
         ["sass"],
     ),
     (
-        "unknown cc 13.0 with PTX: warn, not fail",
+        "unknown cc 13.0 with PTX (2.8 cu129): warn, not fail",
+        "2.8",
+        "cu129",
+        "580.65.06",
+        ["13.0"],
+        "warn",
+        "native",
+        ["ptx"],
+    ),
+    (
+        "unknown cc 13.0 on 2.14 cu130 (its PyPI build has no PTX): unknown, not fail",
         "2.14",
         "cu130",
         "580.65.06",
         ["13.0"],
         "warn",
         "native",
-        ["ptx"],
+        ["unknown"],
     ),
     (
         "unknown cc 14.0 on cu126 (no PTX): warn, not fail",

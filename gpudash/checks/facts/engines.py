@@ -2,8 +2,12 @@
 
 FlashInfer: `.github/workflows/release.yml` FLASHINFER_CUDA_ARCH_LIST at each tag (the
 flashinfer-jit-cache wheels; flashinfer-python JIT-compiles but refuses below sm_75 too).
-sgl-kernel and vLLM could not be read at release tags here (their snapshots are over the size
-limit and the index holds one version of each file): the rows cite the commit that was read.
+vLLM: the GPU floor each release states in its own installation docs, read at release tags
+(VERSION_FLOORS: 7.0 through v0.14, 7.5 from v0.21; 0.15-0.20 not read); its per-CUDA arch
+lists could only be read at one main commit (the snapshot is over the size limit and the index
+holds one version of each file), so they are used above the stated floor only.
+sgl-kernel: not read at a release tag (same limits; its docs state no floor): the rows cite
+the main commit that was read, and say so.
 """
 
 from __future__ import annotations
@@ -97,6 +101,51 @@ ENGINE_BUILDS: tuple[EngineBuild, ...] = (
 # The lowest compute capability each engine's wheels run on at all (min of the lists above).
 ENGINE_FLOOR: dict[str, tuple[int, int]] = {
     "flashinfer": (7, 5),  # every tag read: v0.2.14, v0.4.1, v0.5.3, v0.6.17
-    "sgl-kernel": (8, 0),  # @00390b86, x86_64
-    "vllm": (7, 0),  # @000a1ee9: 7.0 only in builds with CUDA < 12.8, 7.5 from 12.8
+    "sgl-kernel": (8, 0),  # @00390b86, x86_64 (not a release tag: see the module doc)
+    "vllm": (7, 0),  # the lowest any release claims; by release: VERSION_FLOORS
 }
+
+
+@dataclass(frozen=True)
+class VersionFloor:
+    """An engine's own stated GPU floor for a range of its releases, read at release tags."""
+
+    package: str
+    first: tuple[int, int]  # first release series the statement was read at
+    last: tuple[int, int] | None  # last series read with the same statement (None: on)
+    floor: tuple[int, int]
+    source: str
+
+
+VERSION_FLOORS: tuple[VersionFloor, ...] = (
+    # vLLM's installation page, "Requirements", at each release's own docs:
+    # docs.vllm.ai/en/v0.3.3/getting_started/installation.html, .../v0.4.0.post1/...,
+    # .../v0.9.0/getting_started/installation/gpu.html and .../v0.14.0/getting_started/
+    # installation/gpu/: "GPU: compute capability 7.0 or higher (e.g., V100, T4, ...)".
+    VersionFloor("vllm", (0, 3), (0, 14), (7, 0), "vLLM docs v0.3.3, v0.9.0, v0.14.0"),
+    # vllm-project/vllm@v0.21.0 docs/getting_started/installation/gpu.cuda.inc.md: "GPU:
+    # compute capability 7.5 or higher (e.g., T4, RTX20xx, A100, L4, H100, B200, etc.)".
+    # Releases 0.15-0.20 were not read: their floor is 7.0 or 7.5, unknown which.
+    VersionFloor("vllm", (0, 21), None, (7, 5), "vllm-project/vllm@v0.21.0 gpu.cuda.inc.md"),
+)
+
+
+def floor_of(package: str, version: str | None) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """(lowest cc that may run, lowest cc known to run, source) for one installed release.
+
+    The two differ where the release falls between two read statements: a cc between them
+    is unknown, not failed."""
+    base = ENGINE_FLOOR[package]
+    rows = [r for r in VERSION_FLOORS if r.package == package]
+    parts = [int(p) for p in (version or "").split(".")[:2] if p.isdigit()]
+    if not rows or len(parts) < 2:
+        return base, base, ""
+    series = (parts[0], parts[1])
+    for r in rows:
+        if r.first <= series and (r.last is None or series <= r.last):
+            return r.floor, r.floor, r.source
+    before = [r for r in rows if r.last is not None and r.last < series]
+    after = [r for r in rows if r.first > series]
+    lo = max((r.floor for r in before), default=base)
+    hi = min((r.floor for r in after), default=lo)
+    return lo, max(lo, hi), "; ".join(r.source for r in (*before[-1:], *after[:1]))

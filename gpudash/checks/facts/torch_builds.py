@@ -49,18 +49,31 @@ _P28 = (
 )
 _M29 = "RELEASE.md 'For Release 2.9 and 2.10' CUDA matrix (pytorch/pytorch#164471, #175253 diff)"
 _M211 = "RELEASE.md 'For Release 2.11' (pytorch/pytorch#175253); get_arch_list() in #182250"
-_M212 = "RELEASE.md 'For Release 2.12, 2.13 and 2.14' (pytorch/pytorch#182849, #187075, #194367)"
+_V211 = "get_arch_list() of 2.11.0+cu130 on the lent H200 (tests/fixtures/verify/h200-1x.json)"
+_M212 = (
+    "RELEASE.md 'For Release 2.12, 2.13 and 2.14' (pytorch/pytorch#182849, #187075, #194367); "
+    "release wheels without PTX (#188925; 2.13.0 alone had 12.0+PTX)"
+)
 _M215 = (
     "pytorch/pytorch#190385 (RFC: 2.15 drops cu126, keeps 13.0 and 13.2), "
     "pytorch/pytorch#196249 and pytorch/test-infra#8739 (12.6 removed from CD); arch lists of "
     "13.0/13.2 as in 2.14 (the RFC keeps both unchanged)"
 )
 
+# Release wheels carry no PTX. "Restore the pre-2.13 behavior where release/RC CUDA wheels
+# ship without +PTX, while nightlies keep it": the branch-cut `sed` in
+# apply-release-changes.sh stripped +PTX until it silently stopped working, and "2.13.0
+# (cu130) shipped 12.0+PTX in release wheels" (pytorch/pytorch#188925, the release/2.13
+# cherry-pick of #188914, 2026-07-03). So RELEASE.md's "12.0+PTX" for 13.x describes the
+# nightly build; the real 2.11.0+cu130 wheel prints sm_75..sm_120 and no compute_120
+# (tests/fixtures/verify/h200-1x.json). The 13.x rows from 2.9 on carry no PTX, except that
+# 2.13.0 exactly (not 2.13.1+) had 12.0+PTX: the table keys on X.Y, so a 2.13.0 wheel is
+# judged without it (a cc above 12.0 is "unknown", never failed, on every row).
+_CU13_RELEASE = "7.5;8.0;8.6;9.0;10.0;12.0"
 _LEGACY = "5.0;6.0;7.0;7.5;8.0;8.6;9.0"
 _CU118 = "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0"
 _CU128_VOLTA = "7.0;7.5;8.0;8.6;9.0;10.0;12.0"
 _CU128 = "7.5;8.0;8.6;9.0;10.0;12.0"
-_CU13 = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
 
 TORCH_BUILDS: tuple[TorchBuild, ...] = (
     TorchBuild("2.4", "cu118", _CU118, _B24),  # base list + "3.7;9.0" for 11.8
@@ -81,24 +94,26 @@ TORCH_BUILDS: tuple[TorchBuild, ...] = (
     TorchBuild("2.8", "cu129", "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX", _P28),
     TorchBuild("2.9", "cu126", _LEGACY, _M29),
     TorchBuild("2.9", "cu128", _CU128_VOLTA, _M29),
-    TorchBuild("2.9", "cu130", _CU13, _M29),
+    TorchBuild("2.9", "cu130", _CU13_RELEASE, f"{_M29}; release wheels without PTX: #188925"),
     TorchBuild("2.10", "cu126", _LEGACY, _M29),
     TorchBuild("2.10", "cu128", _CU128_VOLTA, _M29 + "; get_arch_list() in #182250"),
-    TorchBuild("2.10", "cu130", _CU13, _M29),
+    TorchBuild("2.10", "cu130", _CU13_RELEASE, f"{_M29}; release wheels without PTX: #188925"),
+    # cu126 and cu128 as printed by the real wheels in pytorch/pytorch#182250
+    # (tests/fixtures/public/torch-arch-lists-pytorch-182250.txt)
     TorchBuild("2.11", "cu126", _LEGACY, _M211),
     TorchBuild("2.11", "cu128", _CU128, _M211),  # Volta dropped: pytorch/pytorch#172352
-    TorchBuild("2.11", "cu130", _CU13, _M211),
+    TorchBuild("2.11", "cu130", _CU13_RELEASE, f"{_V211}; {_M211}"),
     TorchBuild("2.12", "cu126", _LEGACY, _M212),  # cu128 removed: pytorch/pytorch#178665
-    TorchBuild("2.12", "cu130", _CU13, _M212),
-    TorchBuild("2.12", "cu132", _CU13, _M212),
+    TorchBuild("2.12", "cu130", _CU13_RELEASE, _M212),
+    TorchBuild("2.12", "cu132", _CU13_RELEASE, _M212),
     TorchBuild("2.13", "cu126", _LEGACY, _M212),
-    TorchBuild("2.13", "cu130", _CU13, _M212),
-    TorchBuild("2.13", "cu132", _CU13, _M212),
+    TorchBuild("2.13", "cu130", _CU13_RELEASE, _M212),
+    TorchBuild("2.13", "cu132", _CU13_RELEASE, _M212),
     TorchBuild("2.14", "cu126", _LEGACY, _M212),
-    TorchBuild("2.14", "cu130", _CU13, _M212),
-    TorchBuild("2.14", "cu132", _CU13, _M212),
-    TorchBuild("2.15", "cu130", _CU13, _M215),
-    TorchBuild("2.15", "cu132", _CU13, _M215),
+    TorchBuild("2.14", "cu130", _CU13_RELEASE, _M212),
+    TorchBuild("2.14", "cu132", _CU13_RELEASE, _M212),
+    TorchBuild("2.15", "cu130", _CU13_RELEASE, _M215),
+    TorchBuild("2.15", "cu132", _CU13_RELEASE, _M215),
 )
 
 

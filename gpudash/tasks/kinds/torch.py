@@ -45,7 +45,12 @@ def pick(name: str, params: Mapping[str, object], facts: Facts) -> TorchPick:
         return TorchPick(value, None, f"cuda = {value} (set; the probe found no GPU)")
     pin_cuda = None if value == "auto" else value
     choice = choose_torch(
-        facts.driver_version, facts.ccs, pin_torch, pin_cuda, reported_cuda=facts.driver_cuda
+        facts.driver_version,
+        facts.ccs,
+        pin_torch,
+        pin_cuda,
+        reported_cuda=facts.driver_cuda,
+        broken=facts.broken,
     )
     if choice.build is not None:
         return TorchPick(choice.build.variant, choice.build.release, choice.why)
