@@ -80,6 +80,20 @@ def port_holder(port: int) -> str:
     return "a process of another user (run as root to name it)"
 
 
+def running_group(job: str) -> int | None:
+    """The process group in JOB/service.pgid when it still has a process (a server this
+    task left running); None when there is none or it is gone."""
+    try:
+        with open(os.path.join(job, "service.pgid")) as f:
+            pgid = int(f.read().strip())
+        os.killpg(pgid, 0)
+    except PermissionError:
+        return pgid  # alive, another user's
+    except (OSError, ValueError):
+        return None
+    return pgid
+
+
 def _free(path: str) -> tuple[str, int | None]:
     """(the existing folder measured, its free bytes) for a path that may not exist yet."""
     p = os.path.expanduser(path)

@@ -91,6 +91,16 @@ def main(argv: list[str] | None = None) -> int:
         ns.task, ns.state, engine=ns.engine, model=ns.model, name=name, tp=ns.tp
     )
     # Preflight on the host, before anything starts (gpudash.serve.hostcheck says why here)
+    earlier = hostcheck.running_group(ns.job)
+    if earlier is not None:  # a second engine would lose the first one's group (and GPUs)
+        line = f"this task's earlier server still runs (process group {earlier})"
+        return fail(
+            state,
+            "serve.port_in_use",
+            line,
+            line + ": a second launch would compete with it for the GPUs and lose its group",
+            "gpudash stop serve HOST, then launch again",
+        )
     if str(ns.port) == "auto":
         port = hostcheck.first_free_port()
         if port is None:

@@ -124,6 +124,13 @@ def test_a_real_engine_is_ready_only_after_a_streamed_chat_and_is_left_running(
     assert os.getsid(state["pid"]) == state["pid"]
     again = ready.chat(state["port"], str(engine[1]), 8)
     assert again.ok and again.deltas >= 1, again.error
+    # A second launch of the same task while this server runs is refused, naming its group
+    second = Run(tmp_path / "2", *engine, "--job", str(run.job), "--port", "auto")
+    assert second.wait(60) == 1
+    (failed,) = second.says("failed")
+    assert failed.startswith("serve.port_in_use ")
+    assert f"this task's earlier server still runs (process group {state['pgid']})" in failed
+    assert int((run.job / "service.pgid").read_text()) == state["pgid"]
     os.killpg(state["pgid"], signal.SIGTERM)
     assert _gone(state["pgid"]), "the engine outlived TERM to its group"
 
