@@ -129,3 +129,16 @@ def test_the_kind_refuses_in_prepare_and_ships_the_supervisor_otherwise():
     assert {"engine_run.py", "ladder.py", "ready.py", "command.py"} <= set(prepared.files)
     assert "preflight.py" not in prepared.files  # it imports gpudash: it never travels
     assert (spec.key, spec.kind, spec.secrets) == ("S", "serve", ("HF_TOKEN",))
+
+
+def test_a_hub_id_is_refused_where_the_probe_could_not_reach_the_hub():
+    spec = load_tasks({"serve": {"params": {"model": "Qwen/Qwen3-0.6B"}}})["serve"]
+    offline = Facts(sites=(("huggingface.co", False, "name resolution failed"),))
+    with pytest.raises(PrepareError) as refused:
+        prepare(spec, offline, environ={"HF_TOKEN": "x"})
+    assert str(refused.value) == (
+        "serve: cannot reach huggingface.co: name resolution failed (the probe's network"
+        " check): serve a folder on the host instead (gpudash run model HOST downloads one)"
+    )
+    folder = load_tasks({"serve": {"params": {"model": "/models/qwen"}}})["serve"]
+    assert prepare(folder, offline, environ={}).script  # a folder needs no Hub

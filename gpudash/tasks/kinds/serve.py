@@ -8,6 +8,7 @@ launches.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from gpudash.serve import command, preflight
@@ -76,6 +77,11 @@ def _prepare(draft: Draft, facts: Facts) -> None:
             draft.files[name] = path.read_text(encoding="utf-8")
 
 
+def _sites(params: Mapping[str, object]) -> tuple[str, ...]:
+    """A hub id is downloaded by the engine at start: the Hub must be reachable."""
+    return ("huggingface.co",) if preflight.is_hub_id(str(params.get("model", ""))) else ()
+
+
 KIND = Kind(
     "serve",
     {
@@ -97,4 +103,6 @@ KIND = Kind(
     default_timeout=3 * 3600,  # above any ready_timeout: the supervisor gives up first
     facts_sections=("gpus", "env", "health", "models", "network"),
     prepare=_prepare,
+    sites=_sites,
+    offline_way="serve a folder on the host instead (gpudash run model HOST downloads one)",
 )
