@@ -165,3 +165,13 @@ def test_a_silent_engine_whose_gpu_memory_still_moves_is_not_stalled(tmp_path: P
     assert (run["rc"], code) == (1, "serve.stalled")
     assert f["why"].startswith("stalled in graph_capture")
     assert took >= 10, f"stalled after {took:.1f} s while GPU memory still moved"
+
+
+def test_a_start_hung_on_a_stale_flashinfer_jit_lock_is_named_serve_jit(tmp_path: Path) -> None:
+    """flashinfer#972: a killed run's lock makes the next start wait forever on a JIT load;
+    the stall says so instead of only "stalled"."""
+    run = supervise(tmp_path, "sglang", "any/jit-lock-flashinfer972.log", "hang", stall=3)
+    code, f = failure(run)
+    assert (run["rc"], code, run["state"]["state"]) == (1, "serve.jit", "stalled")
+    assert f["source"] == "https://github.com/flashinfer-ai/flashinfer/issues/972"
+    assert "remove ~/.cache/flashinfer" in f["fix"]
