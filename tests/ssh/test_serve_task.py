@@ -113,3 +113,17 @@ def test_run_serve_refuses_on_the_host_a_folder_the_probe_does_not_list(
     ]
     job = fake_host.home / ".cache" / "gpudash" / "jobs" / "serve"
     assert not (job / "engine.log").exists() and not (job / "service.pgid").exists()
+
+
+def test_run_serve_show_prints_the_engine_command_and_launches_nothing(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path
+) -> None:
+    venv, model = serve_venv(), tiny_model()
+    config = tmp_path / "c.toml"
+    config.write_text(sshd.host_toml(fake_host) + TASKS.format(venv=venv, model=model))
+    run = _gpudash(config, "run", "serve", "h0", "--show", timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    engine = f"{venv}/bin/transformers serve {model} --host 127.0.0.1 --port PORT --device cpu"
+    assert f"# engine: {engine}\n" in run.stdout
+    assert "export GPUDASH_TP=1\n" in run.stdout and "export GPUDASH_DEVICE=cpu\n" in run.stdout
+    assert not (fake_host.home / ".cache" / "gpudash" / "jobs" / "serve").exists()
