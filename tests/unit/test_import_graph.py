@@ -45,12 +45,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.checks.facts.gpu_identity",
         ),
     ),
+    # Travels to the host and runs there on its own (issue 29): imports nothing but itself,
+    # so any layer may read it (the serve probe section: the state file, phase titles).
+    ("serve", ("gpudash.serve",)),
     ("probe", ("gpudash.probe",)),
     ("results", ("gpudash.model", "gpudash.saved", "gpudash.summary")),
     ("config", ("gpudash.config",)),
     ("checks", ("gpudash.checks",)),
     ("transport", ("gpudash.transport",)),
     ("orchestration", ("gpudash.host_probe", "gpudash.fleet", "gpudash.headstart")),
+    ("serve-preflight", ("gpudash.serve.preflight",)),  # reads the probe's results, checks
     ("tasks", ("gpudash.tasks",)),
     (
         "faces",
