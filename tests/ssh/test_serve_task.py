@@ -56,6 +56,7 @@ def test_run_serve_exits_0_at_ready_and_leaves_the_server_running(
     state = json.loads(state_file.read_text())
     job = fake_host.home / ".cache" / "gpudash" / "jobs" / "serve"
     pgid = int((job / "service.pgid").read_text())
+    stopped = None
     try:
         assert (state["state"], state["pgid"], state["ready"]) == ("ready", pgid, figures)
         assert state["log"] == str(job / "engine.log")
@@ -63,12 +64,25 @@ def test_run_serve_exits_0_at_ready_and_leaves_the_server_running(
         assert {"supervisor.py", "engine_run.py", "ladder.py", "ready.py"} <= shipped
         gen = ready.chat(state["port"], str(model), 8)
         assert gen.ok, gen.error
+        # The probe reads the live server back: the serve section, and check's serve.ready
+        probed = _gpudash(config, "probe", "h0", "--json", timeout=120)
+        (host,) = json.loads(probed.stdout)["hosts"]
+        assert '"state": "ready"' in json.dumps(host["sections"]["serve"]), host["sections"]
+        # `gpudash stop serve h0` stops the engine gpudash left running, and the state says so
+        stopped = _gpudash(config, "stop", "serve", "h0", timeout=120)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     finally:
-        os.killpg(pgid, signal.SIGTERM)
+        if stopped is None or stopped.returncode != 0:
+            os.killpg(pgid, signal.SIGTERM)
     end = time.monotonic() + 15
     while ready.port_open(state["port"]) and time.monotonic() < end:
         time.sleep(0.2)
     assert not ready.port_open(state["port"])
+    assert json.loads(state_file.read_text())["state"] == "stopped"
+    assert not (job / "service.pgid").exists()
+    checked = _gpudash(config, "check", "h0", "--json", timeout=120)
+    codes = [f["code"] for h in json.loads(checked.stdout)["hosts"] for f in h["findings"]]
+    assert "serve.stopped" in codes and "serve.exited" not in codes, codes
 
 
 def _half_model(host: FakeHost, where: str) -> Path:
