@@ -72,13 +72,21 @@ fast.chat_template = (
 )
 fast.save_pretrained(out)
 torch.manual_seed(0)
+# argv: OUT [HIDDEN LAYERS DTYPE]: the tests' 64 x 2 float32 by default; the H200 run
+# (bench/device_serve.sh) builds 1024 x 8 bfloat16
+hidden = int(sys.argv[2]) if len(sys.argv) > 2 else 64
+layers = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+heads = max(4, hidden // 64)
 config = LlamaConfig(
-    vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-    num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+    vocab_size=len(fast), hidden_size=hidden, intermediate_size=2 * hidden,
+    num_hidden_layers=layers,
+    num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=512,
     bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
     pad_token_id=fast.pad_token_id,
 )
 model = LlamaForCausalLM(config)
+if len(sys.argv) > 4:
+    model = model.to(getattr(torch, sys.argv[4]))
 model.generation_config.eos_token_id = None  # random weights: always generate max_tokens
 model.save_pretrained(out)
 print(json.dumps(sorted(p.name for p in out.iterdir())))
