@@ -16,15 +16,17 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
 # NVLink multicast stays off on the lent machines (device KINDS.md)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+now() { python3 -c 'import time; print(f"{time.time():.2f}")'; }
+since() { python3 -c "import time; print(f'{time.time() - $1:.1f}')"; }
 VENV=/opt/torch/.venv
 MODEL=/tmp/llama-h1024-l8-bf16
 { nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv; \
   "$VENV/bin/python" -c 'import torch, transformers; print(torch.__version__, transformers.__version__)'; } \
     > "$OUT/machine.txt" 2>&1
 MODEL_SCRIPT=$(python3 -c 'from tests.support.engine import _MODEL_SCRIPT; print(_MODEL_SCRIPT)')
-t0=$(date +%s.%N)
+t0=$(now)
 HF_HUB_OFFLINE=1 "$VENV/bin/python" -c "$MODEL_SCRIPT" "$MODEL" 1024 8 bfloat16 > /dev/null || exit 1
-echo "model built in $(echo "$(date +%s.%N) - $t0" | bc) s: $(du -sh "$MODEL" | cut -f1)" >> "$OUT/machine.txt"
+echo "model built in $(since "$t0") s: $(du -sh "$MODEL" | cut -f1)" >> "$OUT/machine.txt"
 cat > "$OUT/config.toml" <<TOML
 [hosts.h200]
 transport = "local"
@@ -35,9 +37,9 @@ env = { PYTHONPATH = "/tmp/site", HF_HUB_OFFLINE = "1", NCCL_NVLS_ENABLE = "0", 
 TOML
 G="python3 -m gpudash --config $OUT/config.toml"
 $G run serve h200 --show > "$OUT/show.txt" 2>&1
-t0=$(date +%s.%N)
+t0=$(now)
 $G run serve h200 -y > "$OUT/run.txt" 2>&1
-echo "rc $? in $(echo "$(date +%s.%N) - $t0" | bc) s" >> "$OUT/run.txt"
+echo "rc $? in $(since "$t0") s" >> "$OUT/run.txt"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv > "$OUT/gpu-while-serving.txt" 2>&1
 $G probe h200 --json > "$OUT/probe.json" 2>&1
 $G check h200 > "$OUT/check.txt" 2>&1
