@@ -45,8 +45,13 @@ _PREFIX = re.compile(
     r"|\d{4}-\d\d-\d\d [\d:.]+ \|"
     r"|ERROR:|INFO:))+\s*"
 )
-# "ValueError: ...", "torch.OutOfMemoryError: ...", "Exception: ..." at the start of a message.
-_ERROR_HEAD = re.compile(r"(?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)\b:")
+# A traceback's last line at the start of a message: "ValueError: ...", "Exception: ...",
+# "torch.OutOfMemoryError: ...", "huggingface_hub.errors.CacheNotFound: ..." (any class a
+# module path names).
+_ERROR_HEAD = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)\b:"
+    r"|(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*:"
+)
 # Wrappers that point elsewhere: never a root cause, never the first real error.
 _WRAPPERS = (
     "See root cause above",
