@@ -162,16 +162,18 @@ class Classifier:
         return self._first_error
 
 
-def stall_cause(last_lines: list) -> Failure | None:
-    """What a stalled start was waiting on, where the log says: a FlashInfer JIT load as the
-    last line is the lock of a killed run (flashinfer#972). `last_lines` = the log's tail."""
-    for offset, line in enumerate(reversed(last_lines[-3:])):
-        if isinstance(line, str) and catalog.JIT_LOCK_LINE in line and "flashinfer" in line:
+def stall_cause(last_lines: list, last_lineno: int = 0) -> Failure | None:
+    """What a stalled start was waiting on, where the log says: a FlashInfer JIT load among
+    the last three lines is the lock of a killed run (flashinfer#972). `last_lines` is the
+    log's tail; `last_lineno` the number of its last line (0: unknown, and so is the verdict's).
+    """
+    tail = [line for line in last_lines[-3:] if isinstance(line, str)]
+    for back, line in enumerate(reversed(tail)):
+        if catalog.JIT_LOCK_LINE in line and "flashinfer" in line:
             why = "the start hangs in a FlashInfer JIT load: a lock left by a killed run"
             fix = "stop other engines, remove ~/.cache/flashinfer (its lock and partial build)"
-            return Failure(
-                "serve.jit", clean_line(line), -1 - offset, why, fix, catalog.JIT_LOCK_SOURCE
-            )
+            lineno = max(0, last_lineno - back) if last_lineno else 0
+            return Failure("serve.jit", clean_line(line), lineno, why, fix, catalog.JIT_LOCK_SOURCE)
     return None
 
 

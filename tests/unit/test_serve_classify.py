@@ -182,8 +182,10 @@ def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -
 
 def test_a_stall_in_a_flashinfer_jit_load_is_named_as_a_stale_jit_lock() -> None:
     lines = (FIXTURES / "any" / "jit-lock-flashinfer972.log").read_text().splitlines()
-    cause = stall_cause(["INFO:     Started", *lines])
+    cause = stall_cause([*lines, "(a blank progress line)"], last_lineno=812)
     assert cause is not None and cause.code == "serve.jit" and "Loading JIT ops" in cause.line
+    assert cause.lineno == 811 and cause.source.endswith("flashinfer/issues/972")
+    assert stall_cause(lines).lineno == 0
     assert stall_cause(["Capture cuda graph begin"]) is None
 
 
