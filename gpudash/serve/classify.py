@@ -7,9 +7,10 @@ with its line number. `first_error` keeps the first line that reads as a real er
 failure no signature knows (the supervisor's serve.exited).
 
 Total and linear: any text is accepted, lines are cut to `MAX_LINE` before matching, and
-`classify_file` reads a log of any size in fixed chunks. A pure-Python loop over every line
-of a 1 GB log takes minutes, so the file path finds candidate lines with `bytes.find` on a few
-literals (catalog.KEYS) and runs the matchers only on those. Travels to the host: stdlib only.
+`classify_file` reads a log of any size in fixed chunks (logscan.py). A pure-Python loop over
+every line of a 1 GB log takes minutes, so the file path finds candidate lines with
+`bytes.find` on a few literals (catalog.KEYS) and runs the matchers only on those. Travels to
+the host with catalog.py and logscan.py: stdlib only.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import re
 from dataclasses import dataclass
 
 try:
-    from gpudash.serve import catalog
+    from gpudash.serve import catalog, logscan
 except ImportError:  # on the host: the job's files/ folder is on sys.path
     import catalog  # type: ignore[no-redef]
+    import logscan  # type: ignore[no-redef]
 
 CATALOG = catalog.SIGNATURES  # every signature, each with the public report it was read in
 MAX_LINE = 4096  # characters of a line the matchers look at
 MAX_QUOTE = 400  # characters of a line a verdict quotes
-CHUNK = 4 << 20  # bytes classify_file reads at a time
 HEAD = 256  # characters of a line its prefixes and exception name are looked for in
 
 # Escape sequences and control characters (the quote is shown on terminals and panels).
@@ -45,8 +46,13 @@ _PREFIX = re.compile(
     r"|\d{4}-\d\d-\d\d [\d:.]+ \|"
     r"|ERROR:|INFO:))+\s*"
 )
-# "ValueError: ...", "torch.OutOfMemoryError: ...", "Exception: ..." at the start of a message.
-_ERROR_HEAD = re.compile(r"(?:[A-Za-z_][\w]*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)\b:")
+# A traceback's last line at the start of a message: "ValueError: ...", "Exception: ...",
+# "torch.OutOfMemoryError: ...", "huggingface_hub.errors.CacheNotFound: ..." (any class a
+# module path names).
+_ERROR_HEAD = re.compile(
+    r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|Exception)\b:"
+    r"|(?:[a-z_][a-z0-9_]*\.)+[A-Z][A-Za-z0-9]*:"
+)
 # Wrappers that point elsewhere: never a root cause, never the first real error.
 _WRAPPERS = (
     "See root cause above",
@@ -157,119 +163,37 @@ class Classifier:
         return self._first_error
 
 
-def stall_cause(last_lines: list) -> Failure | None:
-    """What a stalled start was waiting on, where the log says: a FlashInfer JIT load as the
-    last line is the lock of a killed run (flashinfer#972). `last_lines` = the log's tail."""
-    for offset, line in enumerate(reversed(last_lines[-3:])):
-        if isinstance(line, str) and catalog.JIT_LOCK_LINE in line and "flashinfer" in line:
+def stall_cause(last_lines: list, last_lineno: int = 0) -> Failure | None:
+    """What a stalled start was waiting on, where the log says: a FlashInfer JIT load among
+    the last three lines is the lock of a killed run (flashinfer#972). `last_lines` is the
+    log's tail; `last_lineno` the number of its last line (0: unknown, and so is the verdict's).
+    """
+    tail = [line for line in last_lines[-3:] if isinstance(line, str)]
+    for back, line in enumerate(reversed(tail)):
+        if catalog.JIT_LOCK_LINE in line and "flashinfer" in line:
             why = "the start hangs in a FlashInfer JIT load: a lock left by a killed run"
             fix = "stop other engines, remove ~/.cache/flashinfer (its lock and partial build)"
-            return Failure(
-                "serve.jit", clean_line(line), -1 - offset, why, fix, catalog.JIT_LOCK_SOURCE
-            )
+            lineno = max(0, last_lineno - back) if last_lineno else 0
+            return Failure("serve.jit", clean_line(line), lineno, why, fix, catalog.JIT_LOCK_SOURCE)
     return None
 
 
-def classify_file(path: str, engine: str) -> Failure | None:
-    """Classify a log file of any size in bounded memory (three buffers of 2 x CHUNK): the first
-    line matching a signature, with its line number; None when none matches or the file
-    cannot be read.
+def classify_file(path: str, engine: str, workers: int = 0) -> Failure | None:
+    """Classify a log file of any size in bounded memory: the first line matching a
+    signature, with its line number; None when none matches or the file cannot be read.
 
-    Every chunk is searched for catalog.PRIMARY; a chunk that holds it, whose neighbour
-    does, or one of the last two (where an engine that exited wrote its error) is searched
-    for every key, and only the lines holding one are judged. A line that holds no PRIMARY, in
-    a chunk away from both, is not looked at: the price of reading a healthy 1 GB log once.
-    `engine` is accepted for the contract; the signatures hold for every engine.
+    logscan reads it: one `bytes.find` pass for catalog.PRIMARY per chunk, the matchers only
+    on lines holding a key in a chunk that holds PRIMARY, or next to one that does, or among
+    the file's last two; a big file in ranges by up to logscan.MAX_WORKERS processes
+    (`workers`: 0 = as the size and CPUs warrant, 1 = this process only). A line without
+    PRIMARY, a chunk away from any and from the end, is not looked at: the price of reading a
+    healthy 1 GB log once. `engine` is accepted for the contract; the signatures hold for all.
     """
-    primary = catalog.PRIMARY.encode()
-    keys = [k.encode() for k in catalog.KEYS]
     try:
-        with open(path, "rb", buffering=0) as f:
-            hit = _scan_file(f, primary, keys)
-            if hit is None:
-                return None
-            sig, line, offset = hit
-            f.seek(0)
-            return failure(sig, line, _count_lines(f, offset) + 1)
-    except OSError:
+        found = logscan.find_first(path, judge, workers)
+    except (OSError, ValueError):
         return None
-
-
-def _scan_file(f, primary: bytes, keys: list) -> tuple | None:
-    """(signature, line, file offset of the line) of the first verdict, or None.
-
-    Three buffers rotate: the chunk being read and the two before it, so that the last two
-    chunks of the file are always judged in full (a failure's lines straddle a chunk end)."""
-    bufs = [bytearray(2 * CHUNK) for _ in range(3)]
-    carry = b""
-    base = 0
-    window: list = []  # up to two chunks before: [buffer, end, file offset, holds, judged]
-    turn = 0
-    while True:
-        buf = bufs[turn]
-        turn = (turn + 1) % 3
-        kept = len(carry)
-        buf[:kept] = carry
-        got = f.readinto(memoryview(buf)[kept : kept + CHUNK]) or 0
-        valid = kept + got
-        if got == 0:  # the end: what is left is one last line without a newline
-            end, carry = valid, b""
-        else:
-            cut = buf.rfind(b"\n", 0, valid)
-            end = cut + 1 if cut >= 0 else valid  # a line longer than CHUNK is cut here
-            carry = bytes(buf[end:valid])
-        holds = end > 0 and buf.find(primary, 0, end) >= 0
-        if got == 0:
-            for chunk in [*window, [buf, end, base, holds, False]]:
-                if not chunk[4]:
-                    hit = _scan_chunk(chunk[0], chunk[1], keys)
-                    if hit is not None:
-                        return hit[0], hit[1], chunk[2] + hit[2]
-            return None
-        for at, chunk in enumerate(window):
-            near = chunk[3] or holds or (at > 0 and window[at - 1][3])
-            if not chunk[4] and near:
-                chunk[4] = True
-                hit = _scan_chunk(chunk[0], chunk[1], keys)
-                if hit is not None:
-                    return hit[0], hit[1], chunk[2] + hit[2]
-        window = [*window[-1:], [buf, end, base, holds, False]]
-        base += end
-
-
-def _scan_chunk(buf: bytearray, end: int, keys: list) -> tuple | None:
-    """Judge, in file order, each line of buf[:end] that holds a key: the first signature
-    with its line and the line's offset in the chunk, or None."""
-    starts = set()
-    for key in keys:
-        pos = buf.find(key, 0, end)
-        while pos >= 0:
-            starts.add(buf.rfind(b"\n", 0, pos) + 1)
-            stop = buf.find(b"\n", pos, end)
-            if stop < 0:
-                break
-            pos = buf.find(key, stop, end)
-    for start in sorted(starts):
-        stop = buf.find(b"\n", start, end)
-        stop = end if stop < 0 else stop
-        text = bytes(buf[start : min(stop, start + MAX_LINE * 4)]).decode("utf-8", "replace")
-        sig = judge(text)
-        if sig is not None:
-            return sig, text, start
-    return None
-
-
-def _count_lines(f, offset: int) -> int:
-    """Newlines before `offset`: counted only once a verdict is found, so a healthy log is
-    read once."""
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    count = 0
-    left = offset
-    while left > 0:
-        got = f.readinto(view[: min(CHUNK, left)]) or 0
-        if got == 0:
-            break
-        count += buf.count(b"\n", 0, got)
-        left -= got
-    return count
+    if found is None:
+        return None
+    sig, line, lineno = found
+    return failure(sig, line, lineno)  # type: ignore[arg-type]

@@ -79,9 +79,13 @@ _MARKS: dict[str, tuple[tuple[str, str], ...]] = {
         *_UVICORN,
     ),
     "transformers": (
-        # transformers loads with the HF progress bar and serves through uvicorn.
-        ("weights", "Loading checkpoint shards"),
+        # transformers 5.17 `transformers serve MODEL`: "[transformers] Loading /m@main", then
+        # its "Loading weights: 100%|...| 21/21" bar, then Uvicorn (captured on this project's
+        # VM: tests/fixtures/serve/transformers/serve-cpu-local.log). 4.x: "Loading checkpoint
+        # shards".
+        ("weights", "[transformers] Loading "),
         ("weights", "Loading weights"),
+        ("weights", "Loading checkpoint shards"),
         *_UVICORN,
     ),
 }

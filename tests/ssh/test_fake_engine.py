@@ -191,3 +191,25 @@ def test_no_generate_answers_health_but_fails_chat_and_hang_goes_silent(tmp_path
 def test_unknown_engine_or_mode_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown"):
         make_fake_venv(tmp_path, "tgi", FIXTURES / "vllm" / "arch-18995.log")
+
+
+def test_transformers_fake_replays_the_real_cpu_capture_on_the_given_port(tmp_path: Path) -> None:
+    log = FIXTURES / "transformers" / "serve-cpu-local.log"
+    venv = make_fake_venv(tmp_path / "venv", "transformers", log, speed=0)
+    port = free_port()
+    argv = [
+        str(venv / "bin/transformers"),
+        "serve",
+        "/models/tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+    ]
+    with launched(argv) as proc:
+        lines = read_until(proc, "Uvicorn running on")
+        assert lines[0] == "[transformers] Loading /models/tiny@main"
+        assert lines[-1].endswith(f"http://127.0.0.1:{port} (Press CTRL+C to quit)")
+        assert get(f"http://127.0.0.1:{port}/health")[0] == 200

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudash.serve import catalog, classify
+from gpudash.serve import catalog, classify, logscan
 from gpudash.serve.classify import Classifier, classify_file, stall_cause
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "serve"
@@ -40,7 +40,8 @@ def test_every_fixture_names_its_public_source() -> None:
     assert len(LOGS) >= 30
     for log in LOGS:
         meta = sidecar(log)
-        assert meta["url"].startswith("https://github.com/"), log
+        source = meta.get("url") or meta.get("captured", "")
+        assert source.startswith(("https://github.com/", "on the gpudash")), log
         assert meta["what"] and meta["code"], log
 
 
@@ -113,7 +114,7 @@ def test_a_traceback_source_line_is_not_quoted_but_the_exception_after_it() -> N
 def test_line_numbers_count_every_line_before_the_verdict_in_a_big_file(tmp_path: Path) -> None:
     healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
     error = (FIXTURES / "vllm" / "port-in-use-7514.log").read_bytes()
-    copies = (3 * classify.CHUNK) // len(healthy) + 1
+    copies = (3 * logscan.CHUNK) // len(healthy) + 1
     log = tmp_path / "big.log"
     log.write_bytes(healthy * copies + error + healthy * 3)
     verdict = classify_file(str(log), "vllm")
@@ -128,7 +129,7 @@ def test_chunk_ends_anywhere_in_a_failure_change_nothing(
     """With small chunks, a failure placed across every chunk end gets the line-by-line
     verdict: same code, same quoted line, same line number (the failure is followed by less
     than a chunk, as an engine that exits leaves it)."""
-    monkeypatch.setattr(classify, "CHUNK", 4096)  # > any fixture and its tail
+    monkeypatch.setattr(logscan, "CHUNK", 4096)  # > any fixture and its tail
     healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
     failure = log.read_bytes()
     for pad in range(0, 8400, 263):
@@ -149,7 +150,7 @@ def test_a_failure_in_the_middle_of_a_big_log_is_found_where_it_says_error(
 ) -> None:
     """Far from the end, a failure is found through the chunk that holds `rror` (its own, or
     its neighbour's), wherever the chunk ends fall."""
-    monkeypatch.setattr(classify, "CHUNK", 4096)
+    monkeypatch.setattr(logscan, "CHUNK", 4096)
     healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
     for pad in range(0, 4096, 331):
         data = healthy * 2 + b"y" * pad + b"\n" + log.read_bytes() + healthy * 12
@@ -159,6 +160,28 @@ def test_a_failure_in_the_middle_of_a_big_log_is_found_where_it_says_error(
         for line in data.decode().split("\n"):
             fed.feed(line)
         assert classify_file(str(path), "vllm") == fed.result(), pad
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_parallel_readers_give_the_verdict_of_one(
+    workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big log cut in ranges read by worker processes: same code, line and line number as
+    one reader, for failures at the end and one in an early range, and none for a healthy log."""
+    monkeypatch.setattr(logscan, "CHUNK", 4096)
+    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
+    path = tmp_path / "log"
+    for log in FAILING[::4]:
+        path.write_bytes(healthy * 40 + log.read_bytes() + healthy[:500])
+        alone = classify_file(str(path), "vllm", workers=1)
+        assert alone is not None and classify_file(str(path), "vllm", workers=workers) == alone
+    early = (FIXTURES / "vllm" / "port-in-use-7514.log").read_bytes()
+    path.write_bytes(healthy * 3 + early + healthy * 60)
+    verdict = classify_file(str(path), "vllm", workers=workers)
+    assert verdict is not None and verdict.code == "serve.port_in_use"
+    assert verdict.lineno == healthy.count(b"\n") * 3 + 3
+    path.write_bytes(healthy * 60)
+    assert classify_file(str(path), "vllm", workers=workers) is None
 
 
 def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -> None:
@@ -181,8 +204,10 @@ def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -
 
 def test_a_stall_in_a_flashinfer_jit_load_is_named_as_a_stale_jit_lock() -> None:
     lines = (FIXTURES / "any" / "jit-lock-flashinfer972.log").read_text().splitlines()
-    cause = stall_cause(["INFO:     Started", *lines])
+    cause = stall_cause([*lines, "(a blank progress line)"], last_lineno=812)
     assert cause is not None and cause.code == "serve.jit" and "Loading JIT ops" in cause.line
+    assert cause.lineno == 811 and cause.source.endswith("flashinfer/issues/972")
+    assert stall_cause(lines).lineno == 0
     assert stall_cause(["Capture cuda graph begin"]) is None
 
 
@@ -194,25 +219,36 @@ def test_every_signature_holds_a_prefilter_key_and_a_known_code_with_a_source() 
 
 
 def test_the_modules_import_on_the_host_without_gpudash(tmp_path: Path) -> None:
-    """They travel as job files: importable as top-level modules with only stdlib."""
+    """They travel as job files: importable as top-level modules with only stdlib, and the
+    parallel readers of a big log run there too (the system Python here has no gpudash)."""
     src = Path(classify.__file__).parent
-    for name in ("catalog.py", "classify.py", "phases.py"):
+    files = tmp_path / "files"
+    files.mkdir()
+    for name in ("catalog.py", "classify.py", "logscan.py", "phases.py"):
         text = (src / name).read_text()
         ast.parse(text, feature_version=(3, 9))  # the serving venv's Python may be 3.9
-        (tmp_path / name).write_text(text)
+        (files / name).write_text(text)
+    log = tmp_path / "log"
+    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
+    log.write_bytes(healthy * 200 + (FIXTURES / "sglang" / "nccl-4289.log").read_bytes())
     code = (
-        f"import sys; sys.modules['gpudash'] = None; sys.path.insert(0, {str(tmp_path)!r})\n"
-        "import classify, phases\n"
+        f"import sys; sys.modules['gpudash'] = None; sys.path.insert(0, {str(files)!r})\n"
+        "import classify, logscan, phases\n"
         "c = classify.Classifier('vllm'); c.feed('RuntimeError: NCCL error: x')\n"
-        "print(c.result().code, phases.PhaseTracker('sglang').feed('Capture cuda graph begin'))\n"
+        "logscan.CHUNK = 8192\n"
+        f"v = classify.classify_file({str(log)!r}, 'sglang', workers=3)\n"
+        "print(c.result().code, phases.PhaseTracker('sglang').feed('Capture cuda graph begin'),"
+        " v.code, v.lineno)\n"
     )
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run(
-        [sys.executable, "-I", "-c", code],
+        [python, "-I", "-c", code],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         check=False,
     )
-    assert out.stdout.split() == ["serve.nccl", "graph_capture"], out.stderr
+    lineno = str(healthy.count(b"\n") * 200 + 13)  # the RuntimeError, line 13 of the excerpt
+    assert out.stdout.split() == ["serve.nccl", "graph_capture", "serve.nccl", lineno], out.stderr
