@@ -80,6 +80,8 @@ class ServeState:
     log: str | None = None
     alive: bool | None = None
     listening: bool | None = None
+    members: tuple[int, ...] = ()
+    """The pids of the engine's process group on the host when probed (its GPU workers)."""
     notes: tuple[str, ...] = ()
 
     @property

@@ -5,7 +5,10 @@ its part of the Markdown report. dash and busybox sh run the body locally too.""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -152,3 +155,43 @@ def test_more_files_than_the_cap_are_counted_not_read(tmp_path: Path):
     _parts, data = run_section(serve, {"HOME": str(home), "PATH": bin_dir(tmp_path / "bin")})
     assert len(data.states) == serve.MAX_FILES
     assert data.notes == (f"20 state files: only the first {serve.MAX_FILES} read",)
+
+
+async def test_a_live_engine_lists_every_process_of_its_group_and_its_gpu_memory_is_no_warn(
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
+):
+    """An engine's workers hold the GPU memory (SGLang: a scheduler per GPU), so the section
+    lists the pids of the engine's process group; then the GPU memory they hold is the served
+    model's, said as info, while a stranger's memory on the GPU is still a warn."""
+    from gpudash.checks import gpus as gpus_check
+    from gpudash.checks.context import Context
+    from gpudash.probe.sections.gpus import Gpu, GpuProcess, Gpus
+
+    engine = subprocess.Popen(["sh", "-c", "sleep 1000 & sleep 1000"], start_new_session=True)
+    try:
+        for _ in range(100):  # until the shell has forked its worker
+            kids = subprocess.run(
+                ["pgrep", "-g", str(engine.pid)], capture_output=True, text=True
+            ).stdout.split()
+            if len(kids) >= 3:
+                break
+            await asyncio.sleep(0.05)
+        write_states(fake_host.home, {"serve": {**READY, "pid": engine.pid, "pgid": engine.pid}})
+        data = await probe_serve(sshd, fake_host, ssh_pool)
+    finally:
+        os.killpg(engine.pid, signal.SIGKILL)
+        engine.wait()
+    (live,) = data.states
+    assert live.alive and set(live.members) == {int(k) for k in kids}, (live.members, kids)
+    worker = max(int(k) for k in kids)
+
+    def findings(pid: int) -> dict[str, str]:
+        gpu = Gpu(index=0, name="NVIDIA H200", memory_used_mib=918)
+        held = GpuProcess(gpu=0, pid=pid, type="C", name="python", memory_mib=918)
+        gpus = Gpus(source="nvidia-smi", gpus=(gpu,), processes=(held,))
+        ctx = Context(HostResult("h0"), None, (), {"gpus": gpus, "serve": data})
+        return {f.code: f.severity.value for f in gpus_check.check(ctx)}
+
+    assert findings(worker)["gpus.memory_served"] == "info"
+    assert "gpus.memory_in_use" not in findings(worker)
+    assert findings(dead_pid())["gpus.memory_in_use"] == "warn"

@@ -25,6 +25,8 @@ TIMEOUT = 5.0
 STATE_DIR = ".cache/gpudash/serve"
 """Where the serve supervisor keeps its state files, relative to the login's $HOME."""
 MAX_FILES = 16
+MAX_MEMBERS = 64
+"""Processes of an engine's group listed (SGLang runs one scheduler per GPU, vLLM a worker)."""
 
 BODY = rf"""
 gd_sdir="$HOME/{STATE_DIR}"
@@ -47,8 +49,9 @@ gd_listening() {{
   return 1
 }}
 gd_serve_one() {{
-  printf 'file %s\n' "${{1##*/}}"
-  _p=$(gd_sfield "$1" pid)
+  _f=$1
+  printf 'file %s\n' "${{_f##*/}}"
+  _p=$(gd_sfield "$_f" pid)
   if [ -n "$_p" ]; then
     if kill -0 "$_p" 2>/dev/null || [ -d "/proc/$_p" ]; then
       printf 'pid %s alive\n' "$_p"
@@ -56,14 +59,31 @@ gd_serve_one() {{
       printf 'pid %s dead\n' "$_p"
     fi
   fi
-  _o=$(gd_sfield "$1" port)
+  _g=$(gd_sfield "$_f" pgid)
+  if [ -n "$_g" ] && [ "$_g" -gt 1 ]; then
+    # the engine's processes (its workers hold GPU memory too): pgrp is the 3rd field after
+    # the ")" that ends the command name, which may itself hold spaces
+    _m=
+    _n=0
+    for _s in /proc/[0-9]*/stat; do
+      {{ read -r _l < "$_s"; }} 2>/dev/null || continue
+      set -- ${{_l##*) }}
+      [ "${{3:-}}" = "$_g" ] || continue
+      _q=${{_s#/proc/}}
+      _m="$_m ${{_q%/stat}}"
+      _n=$((_n + 1))
+      [ $_n -ge {MAX_MEMBERS} ] && break
+    done
+    printf 'members%s\n' "$_m"
+  fi
+  _o=$(gd_sfield "$_f" port)
   if [ -n "$_o" ] && [ "$_o" -lt 65536 ]; then
     gd_listening "$_o"
     case $? in 0) _w=listening ;; 1) _w=closed ;; *) _w=unknown ;; esac
     printf 'port %s %s\n' "$_o" "$_w"
   fi
   echo json
-  head -c {MAX_BYTES + 1} "$1"
+  head -c {MAX_BYTES + 1} "$_f"
 }}
 gd_i=0
 if [ -d "$gd_sdir" ]; then
@@ -113,6 +133,9 @@ def _state(part: Part) -> ServeState:
         head = part.text[: -len("\njson")]
     fields: dict[str, list[str]] = {}
     for line in head.splitlines()[:8]:
+        if line.startswith("members "):
+            fields.setdefault("members", line.split(" ")[1 : MAX_MEMBERS + 1])
+            continue
         key, _, value = line.partition(" ")
         fields.setdefault(key, value.split(" "))
     file = (fields.get("file") or [""])[0]
@@ -129,10 +152,11 @@ def _state(part: Part) -> ServeState:
         and int(port[0]) == state.port
     ):
         listening = {"listening": True, "closed": False}.get(port[1])
+    members = tuple(int(p) for p in fields.get("members", []) if is_uint(p) and len(p) <= 9)
     notes = state.notes
     if part.rc is None:
         notes = (*notes, "cut off (timeout)")
-    return replace(state, alive=alive, listening=listening, notes=notes)
+    return replace(state, alive=alive, listening=listening, members=members, notes=notes)
 
 
 def summary(data: Serve) -> str:
