@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from gpudash.serve.phases import PHASES
 from gpudash.text import clean_line
 
 MAX_BYTES = 256 << 10
@@ -206,7 +207,9 @@ def _phases(raw: Any) -> tuple[tuple[str, float], ...]:
         name, seconds = _text(key, 40), _num(value)
         if name is not None and seconds is not None:
             out.append((name, seconds))
-    return tuple(out)
+    # in the engine's own order (the supervisor writes its keys sorted by name)
+    order = {name: i for i, name in enumerate(PHASES)}
+    return tuple(sorted(out, key=lambda p: order.get(p[0], len(order))))
 
 
 def _ready(raw: dict[str, Any]) -> ServeReady:

@@ -185,3 +185,16 @@ def test_no_state_dir_and_an_old_capture_differ() -> None:
     assert none.looked and none.states == ()
     assert serve.summary(none).startswith("no served engine")
     assert serve.parse({}).looked is False and serve.summary(serve.parse({})) == "not looked for"
+
+
+def test_phases_read_in_the_engines_order_whatever_the_files_key_order() -> None:
+    """The supervisor writes its JSON with sorted keys: "listening" before "weights"."""
+    doc = {**READY, "phases": {"launch": 0.0, "listening": 14.4, "weights": 14.2}}
+    doc["ready"] = {
+        **READY["ready"],
+        "phases_s": {"launch": 14.2, "listening": 5.5, "weights": 0.2},
+    }
+    state = parse_state("serve", json.dumps(doc, sort_keys=True))
+    assert [p for p, _ in state.phases] == ["launch", "weights", "listening"]
+    assert state.ready is not None
+    assert [p for p, _ in state.ready.phases_s] == ["launch", "weights", "listening"]
