@@ -252,3 +252,14 @@ def test_the_modules_import_on_the_host_without_gpudash(tmp_path: Path) -> None:
     )
     lineno = str(healthy.count(b"\n") * 200 + 13)  # the RuntimeError, line 13 of the excerpt
     assert out.stdout.split() == ["serve.nccl", "graph_capture", "serve.nccl", lineno], out.stderr
+
+
+def test_the_real_h200_serve_log_is_no_failure_though_it_holds_a_traceback() -> None:
+    """The lent H200's `transformers serve` (tests/fixtures/h200-device/serve, README there)
+    served and was READY; its log holds the advisory /v1/models traceback (CacheNotFound),
+    which must not be taken for the engine's failure."""
+    from tests.support import FIXTURES
+
+    log = FIXTURES / "h200-device" / "serve" / "engine-tail.log"
+    assert "CacheNotFound" in log.read_text()
+    assert classify_file(str(log), "transformers") is None
