@@ -20,7 +20,7 @@ from gpudash.tasks.logs import LineAssembler, TaskLog
 from gpudash.transport.base import Transport, TransportError
 
 RECONNECT_FOR_S = 120.0
-CANCEL_GRACE_S = 10.0
+CANCEL_GRACE_S = jobs.JOB_GRACE_S
 
 
 async def _reconnect(transport: Transport, until: float) -> bool:
