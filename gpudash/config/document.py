@@ -8,9 +8,10 @@ its directory, a jump through the host itself or around a cycle, names that clas
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import cast
 
 from gpudash.config.expect import Expect, expect_problems, for_host
 from gpudash.config.lines import KeyPath, render_path
@@ -203,7 +204,7 @@ def _expect_merged(host: _Host, by_tag: Mapping[str, Expect]) -> dict[str, objec
     """The host's fields with `expect` merged key by key: defaults, its tags', its own."""
     fields = host.fields
     if by_tag or "expect" in fields:
-        tags = tuple(fields.get("tags", ()))  # type: ignore[call-overload]
+        tags = tuple(cast("Iterable[str]", fields.get("tags", ())))  # checked: a list of names
         own, default = host.own.get("expect"), host.defaults.get("expect")
         fields["expect"] = for_host(default, by_tag, tags, own)  # type: ignore[arg-type]
     return fields

@@ -245,7 +245,7 @@ class DirectCopy:
         try:
             async with contextlib.aclosing(follower.events()) as stream:
                 async for event in stream:
-                    event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
+                    event = dataclasses.replace(event, task=name)
                     if ev.is_end(event):
                         end = event
                         continue

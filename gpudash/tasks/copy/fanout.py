@@ -310,7 +310,7 @@ async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.Ta
     try:
         async with contextlib.aclosing(follower.events()) as stream:
             async for event in stream:
-                event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
+                event = dataclasses.replace(event, task=name)
                 if ev.is_end(event):
                     end = event
                     continue
