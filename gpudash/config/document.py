@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from gpudash.config.expect import Expect, expect_problems, for_host
 from gpudash.config.lines import KeyPath, render_path
@@ -26,6 +26,9 @@ from gpudash.config.schema import (
     check_table,
 )
 from gpudash.config.values import Report, has_control, show, suggest, toml_type
+
+if TYPE_CHECKING:
+    from gpudash.tasks.spec import TaskSpec
 
 _TOML_KEY = {key.field: name for name, key in HOST_KEYS.items()}
 _FLEET_FIELDS = {key.field for key in FLEET_KEYS.values()}
@@ -158,7 +161,8 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     if not isinstance(tasks, BuiltinTasks):
         from gpudash.tasks.copy.params import check_hosts as check_copy_sources
 
-        check_copy_sources(tasks, [host.name for host in hosts], report)
+        # a config's own tasks are TaskSpecs (check_tasks); only the built-ins are lazy
+        check_copy_sources(cast("Mapping[str, TaskSpec]", tasks), [h.name for h in hosts], report)
     by_tag = _check_expect_tags(data, report)
     return Checked(
         fleet, [(host.name, _expect_merged(host, by_tag)) for host in hosts], ui, keys, tasks

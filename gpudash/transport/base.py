@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING
 
 from gpudash.shlib import grace, one_line
@@ -187,7 +187,7 @@ class Transport(abc.ABC):
         finally:
             await process.close()
 
-    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
+    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncGenerator[RawSection, None]:
         """Run the probe script and yield each section as soon as the host prints it.
 
         Raises TransportError when the connection is lost before the script finished; the
