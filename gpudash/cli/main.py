@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
         """A command's options anywhere among its positionals (`gpudash parse smi --text F`):
         plain argparse matches `KIND [FILE]` in one go at `smi`, leaving FILE unrecognized
         once an option sits between them. Intermixed parsing cannot take a parser that has

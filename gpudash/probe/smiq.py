@@ -134,7 +134,7 @@ def parse_smi_q(text: str) -> SmiReport:
 
 def _gpu(bus: str, kv: dict[tuple[str, ...], str]) -> GpuHealth:
     reasons, read = [], False
-    ecc = {"uv": None, "ua": None, "cv": None, "ca": None}
+    ecc: dict[str, int | None] = {"uv": None, "ua": None, "cv": None, "ca": None}
     retired: dict[str, int | bool | None] = {"sbe": None, "dbe": None, "pending": None}
     repair: list[str] = []
     for path, value in kv.items():
@@ -167,9 +167,9 @@ def _gpu(bus: str, kv: dict[tuple[str, ...], str]) -> GpuHealth:
         sram_threshold_exceeded=_flag(
             kv.get(("ECC Errors", "Aggregate", "SRAM Threshold Exceeded"))
         ),
-        retired_sbe=retired["sbe"],  # type: ignore[arg-type]
-        retired_dbe=retired["dbe"],  # type: ignore[arg-type]
-        retired_pending=retired["pending"],  # type: ignore[arg-type]
+        retired_sbe=retired["sbe"],
+        retired_dbe=retired["dbe"],
+        retired_pending=retired["pending"],  # type: ignore[arg-type]  # its one flag
         remap_correctable=_int(kv.get(("Remapped Rows", "Correctable Error"))),
         remap_uncorrectable=_int(kv.get(("Remapped Rows", "Uncorrectable Error"))),
         remap_pending=_flag(kv.get(("Remapped Rows", "Pending"))),

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES, fakegpu
+from tests.support.configs import write_config
 from tests.support.sshd import FakeHost, Sshd
 
 H200 = FIXTURES / "h200-1x"
@@ -31,19 +32,8 @@ BASE = {
 
 
 def check(sshd: Sshd, host: FakeHost, tmp_path: Path) -> dict:
-    keys = {
-        "address": "127.0.0.1",
-        "port": host.port,
-        "user": sshd.user,
-        "identity_file": str(sshd.client_key),
-        "known_hosts": str(sshd.known_hosts),
-        "network_targets": [],
-        "connect_timeout": 2,
-    }
     config = tmp_path / "c.toml"
-    config.write_text(
-        f"[hosts.{host.name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-    )
+    write_config(config, sshd.host_toml(host, network_targets=[], connect_timeout=2))
     run = subprocess.run(
         [sys.executable, "-m", "gpudash", "--config", str(config), "check", "--json", "--all"],
         capture_output=True,

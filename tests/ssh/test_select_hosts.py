@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpudash.cli.main import main
+from tests.support.configs import host_table, write_config
 from tests.support.sshd import FakeHost, Sshd
 
 
@@ -121,11 +122,14 @@ def test_a_host_range_in_the_config_is_one_host_per_number_reached_through_ssh_c
         )
     )
     config = tmp_path / "c.toml"
-    config.write_text(
-        '[hosts."rack-[01-03]"]\n'
-        f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-        f'known_hosts = "{sshd.known_hosts}"\ntags = ["rack"]\n'
+    rack = host_table(
+        '"rack-[01-03]"',  # no address or port: ~/.ssh/config's Host blocks give them
+        user=sshd.user,
+        identity_file=str(sshd.client_key),
+        known_hosts=str(sshd.known_hosts),
+        tags=["rack"],
     )
+    write_config(config, rack)
     names = _probed(["probe", "--json", "--config", str(config)], capsys)
     assert names == ["rack-01", "rack-02", "rack-03"]
     assert main(["tasks", "rack-03", "--config", str(config)]) == 0

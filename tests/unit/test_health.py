@@ -7,16 +7,12 @@ baseline is the real H200's `nvidia-smi -q` (tests/fixtures/h200-1x/q.txt).
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpudash.checks import Severity
 from gpudash.checks.facts import xid as xid_facts
 from gpudash.checks.health import check_health
 from gpudash.probe.hostfacts import parse_fabric_manager, parse_pci, parse_rdma
 from gpudash.probe.kernel_log import bus_key, parse_kernel_log
-from gpudash.probe.parts import Part
-from gpudash.probe.sections import health as section
 from gpudash.probe.sections.health import Health, KernelLog, parse_klog
 from gpudash.probe.smiq import parse_smi_q
 from tests.support import FIXTURES
@@ -228,15 +224,6 @@ def test_a_fabric_manager_that_does_not_match_the_driver_fails() -> None:
     assert (fm.version, fm.driver_seen, fm.active) == ("550.127.05", "550.120", "failed")
     found = [f for f in check_health(h200(fabric_manager=fm)) if f.code == "health.fabric_manager"]
     assert found[0].severity is Severity.FAIL and "550.120" in found[0].title
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["klog", "smiq", "pci", "fm", "fmver", "rdma", "shm",
-                                        "memlock", "procs"]),
-                       st.text(max_size=300), max_size=9), st.integers(-1, 2))  # fmt: skip
-def test_the_health_parser_is_total(texts, rc) -> None:
-    parts = {k: Part(k, rc if rc >= 0 else None, v) for k, v in texts.items()}
-    check_health(section.parse(parts))
 
 
 @pytest.mark.parametrize("kind", ["nvml", "smi"])

@@ -34,6 +34,7 @@ from gpudash.probe.kernel_log import (
     XidEvent,
     parse_kernel_log,
 )
+from gpudash.probe.markdown import md, md_table, yes
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth, parse_smi_q
 from gpudash.text import clean_line, is_uint
@@ -374,3 +375,36 @@ def summary(data: Health) -> str:
     if data.rdma:
         bits.append(f"RDMA {len(data.rdma) - down}/{len(data.rdma)} up")
     return " · ".join(bits) or "nothing read"
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Health"
+
+
+def report(h: Health) -> list[str]:
+    """What the health section read, per GPU and for the host (the verdicts are above)."""
+    lines = []
+    if h.gpus:
+        rows = []
+        for i, g in enumerate(h.gpus):
+            link = f"gen{g.pcie_gen or '?'}/{g.pcie_gen_max or '?'} x{g.pcie_width or '?'}"
+            link += f"/{g.pcie_width_max or '?'}"
+            xids = sorted({e.xid for e in h.kernel.xids if e.bus == g.key})
+            rows.append(
+                (
+                    i,
+                    g.key or g.bus_id,
+                    ", ".join(g.reasons) if g.reasons_read else "?",
+                    link,
+                    yes(g.remap_pending, "yes", "no") if g.remap_pending is not None else "?",
+                    "?" if g.ecc_uncorrected_volatile is None else g.ecc_uncorrected_volatile,
+                    ", ".join(map(str, xids)) or "none",
+                )
+            )
+        lines += md_table(
+            ["#", "Bus", "Clock reasons", "PCIe", "Remap pending", "Uncorr. ECC", "Xid"], rows
+        )
+        lines.append("")
+    lines.append(md(summary(h)) + ".")
+    return lines

@@ -1,10 +1,12 @@
 """Every parser of remote or saved text is total, and real captures survive a save round trip.
 
-The tool parsers (topo, smi, query, nvlink, nvcc) and the section parsers already have totality
-tests beside their table tests; this file covers the rest of what reads untrusted text: the
+The tool parsers (topo, smi, query, nvlink, nvcc) and the section parsers have their totality
+tests in test_never_raises.py beside this file; this file covers the rest of what reads
+untrusted text: the
 frame reader, the part splitter, the task status lines, version specs, os-release, the text
 cleaner and the `--save` loader. Then every saved capture in tests/fixtures is replayed,
-saved again and replayed again through the real CLI: the JSON must not change.
+saved again and replayed again through the real CLI: the JSON must not change. (tests/perf:
+hypothesis examples and CLI processes, too slow for the unit tier's seconds.)
 """
 
 from __future__ import annotations
