@@ -114,7 +114,7 @@ def check(ctx: Context) -> list[Finding]:
                 Severity.INFO,
                 "gpus.memory_served",
                 "GPU memory held by the engine gpudash serves here ("
-                + ", ".join(f"{served[p.pid]} pid {p.pid}" for p in ours[:4])
+                + ", ".join(f"{served.get(p.pid or 0, '?')} pid {p.pid}" for p in ours[:4])
                 + ")",
                 why="A served model holds its GPUs' memory by design (weights, KV cache).",
                 fix="`gpudash stop TASK HOST` stops it and checks the memory is freed.",

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 try:
     from gpudash.serve import catalog, logscan
 except ImportError:  # on the host: the job's files/ folder is on sys.path
-    import catalog  # type: ignore[no-redef]
-    import logscan  # type: ignore[no-redef]
+    import catalog  # type: ignore[no-redef, import-not-found]  # travels flat
+    import logscan  # type: ignore[no-redef, import-not-found]  # travels flat
 
 CATALOG = catalog.SIGNATURES  # every signature, each with the public report it was read in
 MAX_LINE = 4096  # characters of a line the matchers look at
@@ -196,4 +196,4 @@ def classify_file(path: str, engine: str, workers: int = 0) -> Failure | None:
     if found is None:
         return None
     sig, line, lineno = found
-    return failure(sig, line, lineno)  # type: ignore[arg-type]
+    return failure(sig, line, lineno)

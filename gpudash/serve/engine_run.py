@@ -22,22 +22,22 @@ from typing import Any
 try:
     from gpudash.serve import ladder, ready, watchdog
 except ImportError:  # on the host: the job's files/ folder is on sys.path
-    import ladder  # type: ignore[no-redef]
-    import ready  # type: ignore[no-redef]
-    import watchdog  # type: ignore[no-redef]
+    import ladder  # type: ignore[no-redef, import-not-found]  # travels flat
+    import ready  # type: ignore[no-redef, import-not-found]  # travels flat
+    import watchdog  # type: ignore[no-redef, import-not-found]  # travels flat
 
 try:  # helper servelog's modules; without them phases come from the ladder alone
     from gpudash.serve import phases as _phases
 except ImportError:
     try:
-        import phases as _phases  # type: ignore[no-redef]
+        import phases as _phases  # type: ignore[no-redef, import-not-found]  # travels flat
     except ImportError:
         _phases = None  # type: ignore[assignment]
 try:
     from gpudash.serve import classify as _classify
 except ImportError:
     try:
-        import classify as _classify  # type: ignore[no-redef]
+        import classify as _classify  # type: ignore[no-redef, import-not-found]  # travels flat
     except ImportError:
         _classify = None  # type: ignore[assignment]
 
@@ -80,7 +80,7 @@ class EngineRun:
     ) -> None:
         self.ns, self.argv, self.port, self.name = ns, argv, port, name
         self.state, self.log_path, self.say = state, log_path, say
-        self.proc: subprocess.Popen | None = None  # type: ignore[type-arg]
+        self.proc: subprocess.Popen[bytes] | None = None
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL)
         self.lineno = 0
         self.phases: dict[str, float] = {}

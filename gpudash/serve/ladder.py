@@ -15,7 +15,7 @@ from typing import Any
 try:
     from gpudash.serve import ready
 except ImportError:  # on the host: the job's files/ folder is on sys.path
-    import ready  # type: ignore[no-redef]
+    import ready  # type: ignore[no-redef, import-not-found]  # travels flat
 
 FIRST_MAX_TOKENS = 32
 MEASURE_MAX_TOKENS = 256

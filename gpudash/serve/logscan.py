@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from io import FileIO
+from typing import Any
 
 CHUNK = 4 << 20  # bytes read at a time
 PARALLEL_FROM = 256 << 20  # files at least this big are read by several processes
@@ -131,7 +133,7 @@ def _run(path: str, jobs: list, chunk: int) -> list | None:
     return None if any(r is None for r in results) else results
 
 
-def _line_start(f, offset: int) -> int:
+def _line_start(f: FileIO, offset: int) -> int:
     """The offset of the first line that starts at or after `offset` (within 1 MiB)."""
     f.seek(max(0, offset - 1))
     data = f.read(1 << 20)
@@ -139,13 +141,16 @@ def _line_start(f, offset: int) -> int:
     return offset if at < 0 else max(0, offset - 1) + at + 1
 
 
-def scan_range(f, start: int, end: int, final: bool, judge: Callable, chunk: int) -> list | None:
+def scan_range(
+    f: FileIO, start: int, end: int, final: bool, judge: Callable[[bytes], Any], chunk: int
+) -> list[Any] | None:
     """[verdict, line, file offset] of the first line in [start, end) that `judge` accepts,
     or None. Three buffers rotate: the chunk being read and the two before it."""
     bufs = [bytearray(2 * chunk) for _ in range(3)]
     primary, keys = _keys()
     f.seek(start)
-    pos, carry, window, turn = start, b"", [], 0
+    window: list[list[Any]] = []  # [buffer, stop, base offset, holds a key, scanned]
+    pos, carry, turn = start, b"", 0
     while True:
         buf = bufs[turn]
         turn = (turn + 1) % 3
@@ -187,7 +192,7 @@ def _keys() -> tuple:
     try:
         from gpudash.serve import catalog
     except ImportError:  # on the host
-        import catalog  # type: ignore[no-redef]
+        import catalog  # type: ignore[no-redef, import-not-found]  # travels flat
     return catalog.PRIMARY.encode(), [k.encode() for k in catalog.KEYS]
 
 
@@ -213,7 +218,7 @@ def _scan_chunk(buf: bytearray, end: int, keys: list, judge: Callable) -> tuple 
     return None
 
 
-def count_lines(f, start: int, end: int, chunk: int = CHUNK) -> int:
+def count_lines(f: FileIO, start: int, end: int, chunk: int = CHUNK) -> int:
     """Newlines in [start, end) of the file."""
     buf = bytearray(chunk)
     view = memoryview(buf)

@@ -73,7 +73,7 @@ def plan(
     notes: list[str] = []
     out: list[Refusal] = []
     tp_param = params.get("tp", "auto")
-    tp = (seen or 1) if tp_param == "auto" else int(tp_param)  # type: ignore[call-overload]
+    tp = (seen or 1) if tp_param == "auto" else int(tp_param)
     if tp_param == "auto":
         notes.append(f"tp = {tp} ({'the GPUs the probe sees' if seen else 'no GPU seen'})")
     device = str(params.get("device", "auto"))

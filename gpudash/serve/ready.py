@@ -171,7 +171,7 @@ def _event(out: Generation, line: str, at: float) -> None:
             out.finish_reason = str(choice["finish_reason"])
 
 
-def _one_line(data: bytes) -> str:
+def _one_line(data: bytes | str) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
     return " ".join(text.split())[:300]
 

@@ -23,10 +23,10 @@ try:
     from gpudash.serve import command, hostcheck, statefile
     from gpudash.serve.engine_run import EngineRun, Verdict
 except ImportError:  # on the host: the job's files/ folder is on sys.path
-    import command  # type: ignore[no-redef]
-    import hostcheck  # type: ignore[no-redef]
-    import statefile  # type: ignore[no-redef]
-    from engine_run import EngineRun, Verdict  # type: ignore[no-redef]
+    import command  # type: ignore[no-redef, import-not-found]  # travels flat
+    import hostcheck  # type: ignore[no-redef, import-not-found]  # travels flat
+    import statefile  # type: ignore[no-redef, import-not-found]  # travels flat
+    from engine_run import EngineRun, Verdict  # type: ignore[no-redef, import-not-found]
 
 PREFIX = "gpudash-serve:"
 

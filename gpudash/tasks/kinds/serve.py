@@ -59,11 +59,11 @@ def _prepare(draft: Draft, facts: Facts) -> None:
             str(params["engine"]),
             str(params["venv"]),
             str(params["model"]),
-            port="PORT" if params["port"] == "auto" else params["port"],
+            port="PORT" if params["port"] == "auto" else str(params["port"]),
             tp=plan.tp,
             name=plan.name,
             device=plan.device,
-            args=[str(a) for a in params.get("args") or ()],
+            args=[str(a) for a in _listed(params.get("args"))],
         )
     )
     draft.notes.append(
@@ -106,3 +106,8 @@ KIND = Kind(
     sites=_sites,
     offline_way="serve a folder on the host instead (gpudash run model HOST downloads one)",
 )
+
+
+def _listed(value: object) -> tuple[object, ...]:
+    """A list parameter as checked (`args`): a list or tuple, else nothing."""
+    return tuple(value) if isinstance(value, (list, tuple)) else ()
