@@ -160,7 +160,7 @@ class TasksScreen(Screen[None]):
 
     def _pane_title(self, run: Run) -> None:
         pane = self.query_one(LogPane)
-        pane.border_title = f"Log · {run.host} · {run.task}"
+        pane.set_title(f"Log · {run.host} · {run.task}", live=run.active)
         pane.border_subtitle = state_text(run).plain
 
     def _select(self, run: Run) -> None:
