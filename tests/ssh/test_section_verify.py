@@ -12,10 +12,10 @@ import pytest
 from gpudash.model import to_jsonable
 from gpudash.probe.sections import verify
 from tests.support import FIXTURES
-from tests.support.sectionrun import bin_dir, busybox_sh, run_section
+from tests.support.sectionrun import SHELL_NAMES, bin_dir, run_section, shell_argv
 
-SHELLS = [("/bin/sh",)] + ([busybox_sh()] if busybox_sh() else [])
 REAL = (FIXTURES / "verify" / "h200-1x.json").read_text()
+
 
 
 def host(tmp_path, text: str | None):
@@ -28,10 +28,10 @@ def host(tmp_path, text: str | None):
     return {"HOME": str(home), "PATH": bin_dir(tmp_path / "bin")}
 
 
-@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+@pytest.mark.parametrize("shell", SHELL_NAMES)
 def test_the_last_result_is_read_with_the_hosts_clock(tmp_path, shell):
     before = time.time()
-    _parts, data = run_section(verify, host(tmp_path, REAL), shell=shell)
+    _parts, data = run_section(verify, host(tmp_path, REAL), shell=shell_argv(shell))
     assert data.result is not None and data.result.status == "ok"
     assert data.result.gpus[0].matmul_tflops == 670.9
     assert before - 2 <= data.host_now <= time.time() + 2
