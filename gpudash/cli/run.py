@@ -336,6 +336,8 @@ def _describe(event: TaskEvent, *, following: bool = False) -> str | None:
         return f"failed rc={event.rc}{why} ({event.elapsed_s:.1f}s)"
     if isinstance(event, ev.TaskCancelled):
         return "cancelled"
+    if isinstance(event, ev.TaskNotConnected):
+        return f"failed: cannot connect: {event.cause}"
     if isinstance(event, ev.TaskLost):
         return f"lost: {event.reason}"
     return None

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from gpudash.model import HostState
 from gpudash.tasks import events as ev
 from gpudash.tasks import fleet_run, runner
 from gpudash.tasks.copy.fanout import CopyGroup, copy_groups
 from gpudash.tasks.prepare import Facts, configured_secrets
+from gpudash.tasks.refusals import refusal
 from gpudash.tasks.spec import TaskSpec, load_tasks, order
 from gpudash.ui.messages import TaskEvent
 from gpudash.ui.render import remote
@@ -57,6 +59,10 @@ class TaskControl:
         hosts = [h for h in hosts if h not in busy]
         for host in busy:
             self.app.notify(f"{host}: {task} (or what it needs) is running already", timeout=3)
+        refused = {h: why for h in hosts if (why := refusal(specs, [task], self._facts(h)))}
+        for host, why in refused.items():  # before the confirmation: nothing to say yes to
+            self.app.notify(f"{host}: {task} not run: {why}", severity="error", timeout=8)
+        hosts = [h for h in hosts if h not in refused]
         if not hosts:
             return
         what = Text.assemble(
@@ -67,6 +73,15 @@ class TaskControl:
             ("\nA task whose check says it is done already is skipped. ", "dim"),
             ("It runs detached: quitting gpudash leaves it running.", "dim"),
         )
+        for host in hosts:
+            result = self.app.results.get(host)
+            if result is not None and result.state is HostState.FAILED:
+                what.append("\n⚠ ", style="bold yellow")
+                what.append(remote(host, style="bold"))
+                what.append(" did not answer its last probe (", style="yellow")
+                why = (result.error or "no reason given").removeprefix(f"{host}: ")
+                what.append(remote(why))
+                what.append("): the task will fail unless it answers now", style="yellow")
         script = plan_text(specs, chain, [(h, self._facts(h)) for h in hosts])
 
         def answered(yes: bool | None) -> None:
