@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -283,6 +283,20 @@ class GpudashApp(App[int]):
 
     def on_task_event(self, message: TaskEvent) -> None:
         self.task_actions.on_event(message.event)
+
+    def on_key(self, event: events.Key) -> None:
+        """A task's key in the host view asks to run it, with the same confirmation as on
+        the tasks screen (the Verify panel's "press V" works where it is read). Only keys
+        nothing else took reach here, so a host-view key (`s` saves) is never shadowed:
+        that task's key works on the tasks screen (`b`)."""
+        if self.screen is not self.screen_stack[0] or isinstance(self.focused, Input):
+            return
+        if event.key in self.screen.active_bindings:  # the host view's own key (Textual
+            return  # calls this handler even after a binding took the key)
+        name = self.task_actions.task_for_key(event.key)
+        if name is not None:
+            event.stop()
+            self.request_task(name)
 
     # ---- actions -----------------------------------------------------------------------
 

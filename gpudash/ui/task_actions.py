@@ -106,6 +106,13 @@ class TaskActions:
     def cancel(self, host: str, task: str) -> None:
         self.control.cancel(host, task)
 
+    def task_for_key(self, key: str) -> str | None:
+        """The task whose configured key is `key` (Textual's name for it), if any."""
+        for name, spec in self.control.specs.items():
+            if spec.key and key in spec.key.split(","):
+                return name
+        return None
+
     def toggle_screen(self) -> None:
         """Open the tasks screen, or close it when it is the one on top."""
         from gpudash.ui.screens.tasks import TasksScreen

@@ -17,7 +17,6 @@ from tests.support.sectionrun import SHELL_NAMES, bin_dir, run_section, shell_ar
 REAL = (FIXTURES / "verify" / "h200-1x.json").read_text()
 
 
-
 def host(tmp_path, text: str | None):
     home = tmp_path / "home"
     home.mkdir()
@@ -45,7 +44,9 @@ def test_no_result_is_not_run_and_not_an_error(tmp_path):
     parts, data = run_section(verify, host(tmp_path, None))
     assert parts["result"].rc == 3
     assert data.result is None and data.notes == ()
-    assert verify.summary(data) == "not run (V runs it)"
+    assert verify.summary(data) == (
+        "not run (`gpudash run verify HOST` runs it; V in the dashboard)"
+    )
 
 
 def test_an_oversized_or_garbled_file_is_unknown(tmp_path):

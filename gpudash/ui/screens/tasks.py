@@ -1,9 +1,10 @@
 """The tasks screen (`b`): every run with its state, and the selected run's live log.
 
-Task keys live here (each task's `key` from its config), so they never shadow the host
-view's keys; the config refuses a task key that this screen or the always-on keys answer
-(gpudash/config/keys.py). The screen only draws: runs are the app's (gpudash/ui/
-task_control.py), so closing the screen stops nothing, here or on the hosts.
+Task keys live here (each task's `key` from its config); the config refuses a task key that
+this screen or the always-on keys answer (gpudash/config/keys.py). They work in the host view
+too where no host-view key takes them (`GpudashApp.on_key`: `s` saves there). The screen
+only draws: runs are the app's (gpudash/ui/task_control.py), so closing the screen stops
+nothing, here or on the hosts.
 """
 
 from __future__ import annotations
