@@ -25,7 +25,6 @@ XID_LOG = FIXTURES / "public" / "health" / "xid-journal-79-rtx5080.txt"
 H200_Q = FIXTURES / "h200-1x" / "q.txt"
 
 
-
 def _host(tmp: Path, dmesg: str) -> dict[str, str]:
     bins = bin_dir(tmp / "bin", (*BASIC_TOOLS, "awk"))
     script_tool(tmp / "bin", "nvidia-smi", f'[ "$*" = -q ] && exec cat {shlex.quote(str(H200_Q))}')
