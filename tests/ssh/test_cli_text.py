@@ -3,10 +3,14 @@ sshd (issue 33, items 4, 6 and 7)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from gpudash.probe.registry import SECTION_NAMES
+from tests.ssh.test_task_refusals import closed_port
+from tests.support import FIXTURES, fakegpu
 from tests.support.sshd import FakeHost, Sshd
 
 
@@ -30,3 +34,58 @@ def test_probe_says_how_to_run_verify_from_the_cli(
     [line] = [x for x in done.stdout.splitlines() if x.startswith("h0 │ verify ")]
     assert line.endswith("not run (`gpudash run verify HOST` runs it; V in the dashboard)"), line
     assert "(V runs it)" not in done.stdout
+
+
+def test_check_tells_a_finding_shared_by_hosts_once_and_lists_its_hosts(tmp_path: Path) -> None:
+    saved = tmp_path / "saved"
+    for name in ("h0", "h1", "h2"):  # three identical hosts (one real capture, three names)
+        shutil.copytree(FIXTURES / "saved" / "h200-1x", saved / name)
+        meta = saved / name / "meta.json"
+        meta.write_text(meta.read_text().replace('"host": "h200-1x"', f'"host": "{name}"'))
+    done = gpudash("check", "--replay", str(saved))
+    lines = done.stdout.splitlines()
+    assert done.stdout.count("why: uv creates venvs") == 1, done.stdout
+    assert "  WARN  env.no_uv: no uv on the host  (as on h0)" in lines
+    assert "  WARN  env.no_uv: no uv on the host: 3 hosts: h0 h1 h2" in lines
+    assert lines.index("on several hosts:") > max(
+        i for i, line in enumerate(lines) if "(as on h0)" in line
+    )
+
+
+def test_probe_blocks_keep_one_section_order_and_the_totals_name_each_failed_host_once(
+    sshd: Sshd, fake_hosts: list[FakeHost], tmp_path: Path
+) -> None:
+    h0, h1 = fake_hosts[:2]
+    for host in (h0, h1):
+        fakegpu.install(host.bin_dir, FIXTURES / "h200-1x")
+    real = h1.bin_dir / "nvidia-smi"  # h1's GPU sections finish last: arrival order differs
+    real.rename(h1.bin_dir / "nvidia-smi.real")
+    real.write_text(f'#!/bin/sh\nsleep 1\nexec {h1.bin_dir}/nvidia-smi.real "$@"\n')
+    real.chmod(0o755)
+    config = tmp_path / "gpudash.toml"
+    down = sshd.host_toml(h0, "down").replace(f"port = {h0.port}", f"port = {closed_port()}")
+    config.write_text(sshd.host_toml(h0) + sshd.host_toml(h1) + down)
+    done = gpudash("probe", "--config", str(config))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    order = {
+        host: [x.split()[2] for x in lines if x.startswith(f"{host} ") and "FAILED" not in x]
+        for host in ("h0", "h1")
+    }
+    assert order["h0"] == order["h1"] == [n for n in SECTION_NAMES if n in order["h0"]], order
+    assert len(order["h0"]) >= 7, order
+    [failed] = [x for x in lines if x.startswith("down ")]
+    assert failed.startswith("down │ FAILED   connection refused by 127.0.0.1:"), failed
+    assert lines[-1] == "2 of 3 hosts answered; no answer from down"
+
+
+def test_tasks_on_a_host_that_does_not_answer_is_one_line(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path
+) -> None:
+    config = tmp_path / "gpudash.toml"
+    table = sshd.host_toml(fake_host, "down")
+    config.write_text(table.replace(f"port = {fake_host.port}", f"port = {closed_port()}"))
+    done = gpudash("tasks", "down", "--config", str(config))
+    assert done.returncode == 1
+    [line] = done.stdout.splitlines()
+    assert line.startswith("down: cannot connect: connection refused by 127.0.0.1:"), line
