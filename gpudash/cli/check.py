@@ -71,7 +71,7 @@ def _check(args: argparse.Namespace) -> ExitCode:
     if output is not None and not output.parent.is_dir():
         raise UsageError(f"{output}: no such directory {str(output.parent)!r}")
     config = replayed(args)
-    config, hosts = select_hosts(config, args.hosts, args.tags)
+    config, hosts = select_hosts(config, args.hosts, args.tags, accept_new=args.accept_new_host_key)
     names = [h.name for h in hosts]
     found = asyncio.run(_check_streaming(config, names, args, fmt, output))
     threshold = Severity(args.fail_on).rank

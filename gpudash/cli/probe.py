@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _probe(args: argparse.Namespace) -> ExitCode:
     config = replay_config(Path(args.replay)) if args.replay else load(args)
-    config, hosts = select_hosts(config, args.hosts, args.tags)
+    config, hosts = select_hosts(config, args.hosts, args.tags, accept_new=args.accept_new_host_key)
     names = [h.name for h in hosts] if args.hosts or args.tags else None
     save = Path(args.save) if args.save else None
     if save is not None:

@@ -68,7 +68,9 @@ def _run_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCod
     specs = specs_of(config)
     spec = task_named(specs, args.task)
     if args.hosts or args.tags:
-        config, hosts = select_hosts(config, args.hosts, args.tags)
+        config, hosts = select_hosts(
+            config, args.hosts, args.tags, accept_new=args.accept_new_host_key
+        )
     else:
         hosts = [h for h in config.hosts if spec.applies_to(h)]
         if not hosts:

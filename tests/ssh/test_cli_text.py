@@ -89,3 +89,29 @@ def test_tasks_on_a_host_that_does_not_answer_is_one_line(
     assert done.returncode == 1
     [line] = done.stdout.splitlines()
     assert line.startswith("down: cannot connect: connection refused by 127.0.0.1:"), line
+
+
+def test_an_ad_hoc_target_with_a_new_host_key_is_accepted_on_the_cli_with_its_fingerprint(
+    sshd: Sshd, fake_host: FakeHost, isolated_home: Path, tmp_path: Path
+) -> None:
+    """`user@host` has no config to set host_key_policy in: the refusal names the flag, and
+    the flag records the key (a changed key would still be refused) and prints it."""
+    ssh = isolated_home / ".ssh"
+    ssh.mkdir(mode=0o700)
+    shutil.copy(sshd.client_key, ssh / "id_ed25519")
+    (ssh / "id_ed25519").chmod(0o600)
+    target = f"{sshd.user}@127.0.0.1:{fake_host.port}"
+    empty = tmp_path / "empty.toml"
+    empty.write_text('[hosts.other]\naddress = "127.0.0.9"\n')  # unused
+    refused = gpudash("probe", target, "--config", str(empty))
+    assert refused.returncode == 1
+    assert "host key unknown" in refused.stdout and "--accept-new-host-key" in refused.stdout
+    accepted = gpudash("probe", target, "--accept-new-host-key", "--config", str(empty))
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    [said] = accepted.stderr.splitlines()
+    assert said == (
+        f"gpudash: {target}: recorded [127.0.0.1]:{fake_host.port} "
+        f"{sshd.host_key_fingerprint} in {ssh / 'known_hosts'}"
+    )
+    again = gpudash("probe", target, "--config", str(empty))  # strict now trusts it
+    assert again.returncode == 0 and again.stderr == ""
