@@ -166,7 +166,7 @@ def accept_new_keys(config: Config, hosts: list[HostConfig]) -> tuple[Config, li
 
 
 def _select(
-    config: Config, names: Sequence[str], tags: Sequence[str]
+    config: Config, names: Sequence[str], tags: Sequence[str], *, tag_flag: bool = True
 ) -> tuple[Config, list[HostConfig]]:
     if not names and not tags:
         return config, list(config.hosts)
@@ -188,6 +188,10 @@ def _select(
             if name not in chosen:
                 chosen[name] = target
                 extra.append(target)
+        elif tagged := [h.name for h in config.hosts if name in h.tags]:  # not "b300-04?"
+            if tag_flag:
+                raise UsageError(f"{name!r} is a tag, not a host: --tag {name}")
+            raise UsageError(f"{name!r} is a tag, not a host ({', '.join(tagged)}): name one")
         else:
             raise UsageError(_unknown("host", name, list(by_name), where))
     known_tags = list(dict.fromkeys(t for h in config.hosts for t in h.tags))
@@ -227,7 +231,7 @@ def require_hosts(config: Config, names: Sequence[str]) -> list[HostConfig]:
 def one_host(config: Config, name: str) -> tuple[Config, HostConfig]:
     """The one host a single-host command (report, tasks HOST) names: a name, a glob that
     matches exactly one host, or an ad-hoc target."""
-    config, hosts = select_hosts(config, [name])
+    config, hosts = _select(config, [name], (), tag_flag=False)
     if len(hosts) != 1:
         listed = ", ".join(h.name for h in hosts)
         raise UsageError(f"{name!r} matches {len(hosts)} hosts ({listed}): name one")

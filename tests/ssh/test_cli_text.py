@@ -115,3 +115,20 @@ def test_an_ad_hoc_target_with_a_new_host_key_is_accepted_on_the_cli_with_its_fi
     )
     again = gpudash("probe", target, "--config", str(empty))  # strict now trusts it
     assert again.returncode == 0 and again.stderr == ""
+
+
+def test_report_says_where_it_wrote_and_two_hosts_are_one_line_not_an_argparse_error(
+    tmp_path: Path,
+) -> None:
+    saved = str(FIXTURES / "saved")
+    out = tmp_path / "t.md"
+    done = gpudash("report", "h200-1x", "-o", str(out), "--replay", saved)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"wrote the report of h200-1x to {out}, worst finding: fail\n"
+    assert out.read_text().startswith("#")
+    two = gpudash("report", "h200-1x", "dgx-h200", "--replay", saved)
+    assert two.returncode == 2 and two.stdout == ""
+    assert two.stderr == (
+        "gpudash: report takes one host (h200-1x dgx-h200 given): run it once per host,"
+        " or `gpudash check h200-1x dgx-h200` for all of them\n"
+    )
