@@ -393,7 +393,9 @@ def _verify(v: VerifySection) -> list[str]:
     if not v.looked:
         return ["Not looked for by this probe."]
     if r is None:
-        return ["Not run on this host (`gpudash run verify HOST` runs it; V in the dashboard)."]
+        return [
+            "Not run on this host (`gpudash run verify HOST` runs it; b then V in the dashboard)."
+        ]
     age = v.age_s()
     when = f", {age_text(age)} ago" if age is not None else ""
     lines = [

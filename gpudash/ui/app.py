@@ -285,10 +285,9 @@ class GpudashApp(App[int]):
         self.task_actions.on_event(message.event)
 
     def on_key(self, event: events.Key) -> None:
-        """A task's key in the host view asks to run it, with the same confirmation as on
-        the tasks screen (the Verify panel's "press V" works where it is read). Only keys
-        nothing else took reach here, so a host-view key (`s` saves) is never shadowed:
-        that task's key works on the tasks screen (`b`)."""
+        """A task's key pressed in the host view, where it is no key: say where it is (the
+        tasks screen, `b`) instead of doing nothing. Only keys nothing else took reach here;
+        a host-view key keeps its one meaning there (`s` saves), so none is shadowed."""
         if self.screen is not self.screen_stack[0] or isinstance(self.focused, Input):
             return
         if event.key in self.screen.active_bindings:  # the host view's own key (Textual
@@ -296,7 +295,13 @@ class GpudashApp(App[int]):
         name = self.task_actions.task_for_key(event.key)
         if name is not None:
             event.stop()
-            self.request_task(name)
+            opens = [
+                self.get_key_display(active.binding)
+                for active in self.screen.active_bindings.values()
+                if active.binding.action == "tasks"
+            ]
+            where = f"press {opens[0]}, then {event.key}" if opens else "open it from ^p"
+            self.notify(f"{event.key} runs {name} on the tasks screen: {where}", timeout=4)
 
     # ---- actions -----------------------------------------------------------------------
 

@@ -32,7 +32,8 @@ def test_probe_says_how_to_run_verify_from_the_cli(
     config.write_text(sshd.host_toml(fake_host))
     done = gpudash("probe", "h0", "--config", str(config))
     [line] = [x for x in done.stdout.splitlines() if x.startswith("h0 │ verify ")]
-    assert line.endswith("not run (`gpudash run verify HOST` runs it; V in the dashboard)"), line
+    said = "not run (`gpudash run verify HOST` runs it; b then V in the dashboard)"
+    assert line.endswith(said), line
     assert "(V runs it)" not in done.stdout
 
 
@@ -132,3 +133,20 @@ def test_report_says_where_it_wrote_and_two_hosts_are_one_line_not_an_argparse_e
         "gpudash: report takes one host (h200-1x dgx-h200 given): run it once per host,"
         " or `gpudash check h200-1x dgx-h200` for all of them\n"
     )
+
+
+def test_probe_names_an_unreadable_gpu_and_a_cut_off_network_check(tmp_path: Path) -> None:
+    """The A40 capture's GPU 4 is in ERR! (nvidia-smi printed no name for it); a network
+    check cut off before it printed anything has no host to name either."""
+    a40 = gpudash("probe", "--replay", str(FIXTURES / "saved" / "pcie-a40"))
+    [gpus] = [x for x in a40.stdout.splitlines() if " gpus " in x]
+    assert "7× NVIDIA A40, 1× unreadable (ERR!) · " in gpus, gpus
+    saved = tmp_path / "cut"
+    shutil.copytree(FIXTURES / "saved" / "h200-1x", saved)
+    (saved / "network.target.1.txt").write_text("")
+    meta = saved / "meta.json"
+    meta.write_text(meta.read_text().replace('"target.1": 0', '"target.1": null'))
+    cut = gpudash("probe", "--replay", str(saved))
+    [network] = [x for x in cut.stdout.splitlines() if " network " in x]
+    assert "None" not in network, network
+    assert "a site (its check was cut off) FAILED (no answer)" in network, network

@@ -45,7 +45,7 @@ def test_no_result_is_not_run_and_not_an_error(tmp_path):
     assert parts["result"].rc == 3
     assert data.result is None and data.notes == ()
     assert verify.summary(data) == (
-        "not run (`gpudash run verify HOST` runs it; V in the dashboard)"
+        "not run (`gpudash run verify HOST` runs it; b then V in the dashboard)"
     )
 
 

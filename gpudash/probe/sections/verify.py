@@ -66,7 +66,7 @@ def summary(data: VerifySection) -> str:
     if not data.looked:
         return "not looked for"
     if r is None:
-        return "not run (`gpudash run verify HOST` runs it; V in the dashboard)"
+        return "not run (`gpudash run verify HOST` runs it; b then V in the dashboard)"
     age = data.age_s()
     when = "" if age is None else f", {age_text(age)} ago"
     if r.status in ("unknown", "refused"):

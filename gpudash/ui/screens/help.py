@@ -62,6 +62,12 @@ def help_table(
     return table
 
 
+class HelpScroll(VerticalScroll):
+    """The help's text, scrolled by j/k/g/G as every other list and panel is."""
+
+    BINDINGS = keys.moves("scroll_down", "scroll_up", "scroll_home", "scroll_end")
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[Binding]] = [
         Binding(
@@ -74,7 +80,7 @@ class HelpScreen(ModalScreen[None]):
     ]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
+    HelpScreen > HelpScroll {
         width: 84; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; border-title-color: $text; padding: 0 1;
         background: $surface;
@@ -84,7 +90,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         keymap = getattr(self.app, "_keymap", {}) or {}
-        with VerticalScroll() as box:
+        with HelpScroll() as box:
             box.border_title = "gpudash keys"
             box.border_subtitle = "escape to close"
             specs = getattr(getattr(self.app, "tasks", None), "specs", None)

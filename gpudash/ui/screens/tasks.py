@@ -1,8 +1,8 @@
 """The tasks screen (`b`): every run with its state, and the selected run's live log.
 
 Task keys live here (each task's `key` from its config); the config refuses a task key that
-this screen or the always-on keys answer (gpudash/config/keys.py). They work in the host view
-too where no host-view key takes them (`GpudashApp.on_key`: `s` saves there). The screen
+this screen or the always-on keys answer (gpudash/config/keys.py). In the host view a task
+key that is no key there says where it is (`GpudashApp.on_key`; `s` saves there). The screen
 only draws: runs are the app's (gpudash/ui/task_control.py), so closing the screen stops
 nothing, here or on the hosts.
 """
@@ -133,6 +133,8 @@ class TasksScreen(Screen[None]):
             self._select(run)
         elif shown is run and started:
             self._show(run)
+        elif shown is run and not run.active and not run.lines:
+            self._show(run)  # ended with no output: the pane says why (its reason)
         elif shown is run:
             self._pane_title(run)
             self.query_one(LogPane).append(lines, run.partial)
@@ -174,7 +176,10 @@ class TasksScreen(Screen[None]):
     def _show(self, run: Run) -> None:
         self._shown = run.key
         self._pane_title(run)
-        self.query_one(LogPane).show_run(run.lines, run.partial)
+        lines: Sequence[str] = run.lines
+        if not run.lines and not run.partial and not run.active and run.detail:
+            lines = [f"{run.state}: {run.detail}"]  # the whole reason, not the note's cut
+        self.query_one(LogPane).show_run(lines, run.partial)
 
     def redraw(self) -> None:
         """Every row again (e.g. a test fixed the clock)."""
