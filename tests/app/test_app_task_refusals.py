@@ -11,6 +11,7 @@ from gpudash.tasks.spec import load_tasks
 from gpudash.ui import create_app
 from gpudash.ui.screens.confirm import ConfirmTask
 from gpudash.ui.screens.tasks import TasksScreen
+from gpudash.ui.widgets.log_pane import LogPane
 from tests.app.test_app import SIZE, screen_text, settled, static_text, until
 from tests.app.test_app_tasks import NET, run_of, state_is
 from tests.ssh.test_task_refusals import closed_port
@@ -62,4 +63,9 @@ async def test_a_task_on_a_host_that_did_not_answer_is_warned_and_fails_cannot_c
         await until(pilot, state_is(app, "down", "hello", "failed"), timeout=30)
         assert run_of(app, "down", "hello").detail.startswith("cannot connect: ")
         await until(pilot, lambda: "failed: cannot connect" in screen_text(app))
+        # The run has no log: the pane shows the whole reason (the note is cut at its width).
+        pane = app.screen.query_one(LogPane)
+        await until(pilot, lambda: pane.text_lines != [])
+        [line] = pane.text_lines
+        assert line.startswith("failed: cannot connect: connection refused by 127.0.0.1:"), line
         assert "lost" not in screen_text(app)
