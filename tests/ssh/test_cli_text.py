@@ -150,3 +150,9 @@ def test_probe_names_an_unreadable_gpu_and_a_cut_off_network_check(tmp_path: Pat
     [network] = [x for x in cut.stdout.splitlines() if " network " in x]
     assert "None" not in network, network
     assert "a site (its check was cut off) FAILED (no answer)" in network, network
+    check = gpudash("check", "--replay", str(saved))
+    assert "? unreachable (?)" not in check.stdout
+    assert (
+        "  WARN  network.unreachable: a site check was cut off before it answered"
+        " (the probe's time ran out)"
+    ) in check.stdout.splitlines()
