@@ -10,11 +10,13 @@ nothing, here or on the hosts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -42,6 +44,22 @@ class RunsTable(DataTable[Any]):
 
 
 class TasksScreen(Screen[None]):
+    """Attributes down (the specs, the runs, the hosts a key targets), messages up (a task
+    key, a cancel): it never calls the app."""
+
+    @dataclass
+    class TaskRequested(Message):
+        """A task's key: run it (after its confirmation) on the targets."""
+
+        task: str
+
+    @dataclass
+    class CancelRequested(Message):
+        """The user confirmed stopping this run."""
+
+        host: str
+        task: str
+
     BINDINGS = keys.bindings(keys.TASKS_KEYS)
     DEFAULT_CSS = """
     TasksScreen { layout: vertical; }
@@ -54,10 +72,17 @@ class TasksScreen(Screen[None]):
     TasksScreen #runs:focus { border: round $accent; border-title-color: $text; }
     """
 
-    def __init__(self, specs: Mapping[str, TaskSpec], runs: Mapping[tuple[str, str], Run]) -> None:
+    def __init__(
+        self,
+        specs: Mapping[str, TaskSpec],
+        runs: Mapping[tuple[str, str], Run],
+        targets: Sequence[str] = (),
+        marked: bool = False,
+    ) -> None:
         super().__init__()
         self._specs = specs
         self._runs = runs
+        self._targets = (tuple(targets), marked)
         self._shown: tuple[str, str] | None = None
         for name, spec in specs.items():
             if spec.key:
@@ -95,7 +120,7 @@ class TasksScreen(Screen[None]):
         table.add_column("note", key="note")
         for run in self._runs.values():
             self._add_row(run)
-        self.set_target(self.app.task_targets())  # type: ignore[attr-defined]
+        self.set_target(*self._targets)
         if self._runs:
             self._select(list(self._runs.values())[-1])
         else:
@@ -205,7 +230,7 @@ class TasksScreen(Screen[None]):
     # ---- actions -----------------------------------------------------------------------
 
     def action_run_task(self, name: str) -> None:
-        self.app.request_task(name)  # type: ignore[attr-defined]
+        self.post_message(self.TaskRequested(name))
 
     def action_cancel(self) -> None:
         run = self.selected_run
@@ -222,8 +247,8 @@ class TasksScreen(Screen[None]):
 
         def answered(stop: bool | None) -> None:
             if stop and run.active:
-                self.app.cancel_run(run.host, run.task)  # type: ignore[attr-defined]
-                self._redraw_row(run)
+                self.post_message(self.CancelRequested(run.host, run.task))
+                self.call_after_refresh(self._redraw_row, run)  # "cancelling", once handled
 
         self.app.push_screen(ConfirmCancel(run.host, run.task, asked), answered)
 
