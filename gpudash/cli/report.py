@@ -76,7 +76,10 @@ def _report(args: argparse.Namespace) -> ExitCode:
             raise UsageError(f"{args.output}: {exc.strerror or exc}") from None
         worst = max((f.severity for f in findings), key=lambda s: s.rank, default=None)
         verdict = f", worst finding: {worst.value}" if worst is not None else ""
-        print(f"wrote the report of {host.name} to {args.output}{verdict}")
+        # stderr: stdout stays empty for a script, and the person sees it was written
+        print(
+            f"gpudash: wrote the report of {host.name} to {args.output}{verdict}", file=sys.stderr
+        )
     else:
         sys.stdout.write(text)
     return ExitCode.OK

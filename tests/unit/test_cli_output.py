@@ -110,7 +110,8 @@ def test_every_json_document_says_its_schema_version_and_time(saved, capsys):
 def test_report_to_a_file_exits_0_when_written_even_for_a_failing_host(saved, capsys, tmp_path):
     target_file = tmp_path / "a40.md"
     rc, out, err = run(capsys, "report", "a40", "--replay", str(saved), "-o", str(target_file))
-    assert (rc, out, err) == (0, "", "")
+    said = f"gpudash: wrote the report of a40 to {target_file}, worst finding: fail\n"
+    assert (rc, out, err) == (0, "", said)  # said on stderr (issue 33: -o was silent)
     assert "- **FAIL** `gpus.err`: GPU 4 in ERR! state" in target_file.read_text()
     rc, _, err = run(capsys, "report", "down", "--replay", str(saved), "-o", str(target_file))
     assert rc == 0 and "connection refused" in target_file.read_text()
