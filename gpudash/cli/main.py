@@ -36,6 +36,11 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
+NOT_A_TERMINAL = "not a terminal: use `gpudash probe` or `gpudash check` (the dashboard needs one)"
+"""`gpudash` with stdin or stdout not a terminal (`gpudash < /dev/null > out`): one line and
+exit 2, instead of the app writing escape codes into a file until it is killed."""
+
+
 class _Parser(argparse.ArgumentParser):
     _intermixing = False
 
@@ -154,6 +159,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command is not None:
             code: ExitCode = args.handler(args)
             return int(code)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):  # the app would draw into a file
+            raise UsageError(NOT_A_TERMINAL)
         from gpudash.cli.hosts import load
         from gpudash.ui import run_app
 

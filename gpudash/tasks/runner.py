@@ -30,6 +30,7 @@ from gpudash.tasks.events import (
     TaskDetached,
     TaskEvent,
     TaskLost,
+    TaskNotConnected,
     TaskQueued,
     TaskSkipped,
     TaskStarted,
@@ -97,6 +98,11 @@ async def run_task(
     yield TaskQueued(host, name)
     if cancel.is_set():
         yield TaskCancelled(host, name, 0.0)
+        return
+    try:
+        await transport.connect()
+    except TransportError as exc:
+        yield TaskNotConnected(host, name, exc.reason)
         return
     try:
         if check:

@@ -14,14 +14,14 @@ from gpudash.probe.sections import health
 from tests.support import FIXTURES
 from tests.support.sectionrun import (
     BASIC_TOOLS,
+    SHELL_NAMES,
     bin_dir,
-    busybox_sh,
     run_raw,
     run_section,
     script_tool,
+    shell_argv,
 )
 
-SHELLS = [("/bin/sh",)] + ([busybox_sh()] if busybox_sh() else [])
 XID_LOG = FIXTURES / "public" / "health" / "xid-journal-79-rtx5080.txt"
 H200_Q = FIXTURES / "h200-1x" / "q.txt"
 
@@ -33,22 +33,24 @@ def _host(tmp: Path, dmesg: str) -> dict[str, str]:
     return {"PATH": bins, "HOME": str(tmp)}
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-def test_xids_and_the_h200s_gpu_come_through_the_real_shell(tmp_path: Path, shell) -> None:
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_xids_and_the_h200s_gpu_come_through_the_real_shell(tmp_path: Path, shell: str) -> None:
     env = _host(tmp_path, f"cat {shlex.quote(str(XID_LOG))}")
-    parts, h = run_section(health, env, shell=shell)
+    parts, h = run_section(health, env, shell=shell_argv(shell))
     assert h.kernel.source == "dmesg" and [e.xid for e in h.kernel.xids] == [79]
     assert h.gpus[0].bus_id == "00000000:00:06.0" and h.driver_version == "580.159.04"
     assert h.memlock_unlimited or h.memlock_kib is not None
     assert parts["fm"].text.strip() == "no NVSwitch" or h.nvswitches
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-def test_a_refused_dmesg_without_journalctl_is_reported_unreadable(tmp_path: Path, shell) -> None:
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_a_refused_dmesg_without_journalctl_is_reported_unreadable(
+    tmp_path: Path, shell: str
+) -> None:
     env = _host(
         tmp_path, 'echo "dmesg: read kernel buffer failed: Operation not permitted"; exit 1'
     )
-    _, h = run_section(health, env, shell=shell)
+    _, h = run_section(health, env, shell=shell_argv(shell))
     assert h.kernel.source is None and "Operation not permitted" in h.kernel.why_unreadable
 
 
@@ -95,7 +97,7 @@ def _host_with(tmp: Path, dmesg_file: Path, awk_dir: str | None) -> dict[str, st
     return env
 
 
-@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("shell", SHELL_NAMES)
 def test_a_burst_of_500_xid_13_keeps_the_xid_79_before_it_with_every_awk(
     tmp_path: Path, shell
 ) -> None:
@@ -104,17 +106,19 @@ def test_a_burst_of_500_xid_13_keeps_the_xid_79_before_it_with_every_awk(
     log = tmp_path / "burst.txt"
     log.write_text(BURST_LOG + "\n")
     for name, awk_dir in _awks(tmp_path):
-        parts, h = run_section(health, _host_with(tmp_path / name, log, awk_dir), shell=shell)
+        parts, h = run_section(
+            health, _host_with(tmp_path / name, log, awk_dir), shell=shell_argv(shell)
+        )
         assert [(e.xid, e.count) for e in h.kernel.xids] == [(79, 1), (13, 500), (43, 1)], name
         assert h.kernel.source == "dmesg" and not h.kernel.truncated, name
         assert h.kernel.lines_read == 502 and len(parts["klog"].text) < 4000, name
 
 
-@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("shell", SHELL_NAMES)
 def test_xid_119_in_every_log_format_comes_through_the_shell(tmp_path: Path, shell) -> None:
     for name, awk_dir in _awks(tmp_path):
         env = _host_with(tmp_path / name, PUB / "xid-119-varied-prefixes.txt", awk_dir)
-        _, h = run_section(health, env, shell=shell)
+        _, h = run_section(health, env, shell=shell_argv(shell))
         assert [(e.xid, e.bus, e.count) for e in h.kernel.xids] == [(119, "0000:9b:00", 17)]
 
 

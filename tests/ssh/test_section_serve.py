@@ -22,7 +22,13 @@ from gpudash.probe.registry import section
 from gpudash.probe.sections import serve
 from gpudash.report import render_markdown
 from gpudash.transport.ssh import SshPool
-from tests.support.sectionrun import BASIC_TOOLS, bin_dir, busybox_sh, run_section
+from tests.support.sectionrun import (
+    BASIC_TOOLS,
+    SHELL_NAMES,
+    bin_dir,
+    run_section,
+    shell_argv,
+)
 from tests.support.sshd import FakeHost, Sshd
 from tests.unit.test_serve_state import OOM, READY
 
@@ -128,10 +134,7 @@ async def test_a_closed_port_under_a_live_pid_is_said_and_no_state_dir_is_no_eng
     assert finding.code == "serve.not_listening" and finding.severity.value == "fail"
 
 
-SHELLS = [("/bin/sh",)] + ([busybox_sh()] if busybox_sh() else [])
-
-
-@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+@pytest.mark.parametrize("shell", SHELL_NAMES)
 def test_the_body_under_each_shell_with_a_hostile_and_a_huge_file(tmp_path: Path, shell):
     home = tmp_path / "home"
     gone = dead_pid()
@@ -140,7 +143,7 @@ def test_the_body_under_each_shell_with_a_hostile_and_a_huge_file(tmp_path: Path
     (folder / "c.json").write_text('{"pid": 1' + "1" * 10 + ', "x": "' + "y" * (1 << 20) + '"}')
     (folder / "d.json").mkdir()  # not a file: skipped
     env = {"HOME": str(home), "PATH": bin_dir(tmp_path / "bin", (*BASIC_TOOLS, "printf"))}
-    _parts, data = run_section(serve, env, shell=shell)
+    _parts, data = run_section(serve, env, shell=shell_argv(shell))
     assert [s.file for s in data.states] == ["a", "b", "c"]
     a, b, c = data.states
     assert (a.state, a.pid, a.alive, a.verdict) == ("ready", gone, False, "exited")

@@ -91,6 +91,8 @@ def test_an_ad_hoc_user_at_host_port_target_needs_no_config_entry(
         (["report", "gpu-b"], "unknown host 'gpu-b' in {c} (did you mean 'gpu-b2'?)"),
         (["tasks", "nosuch"], "(an ad-hoc target is user@host[:port])"),
         (["probe", "me@host:99999"], "'me@host:99999': port 99999 is out of range (1-65535)"),
+        (["probe", "x"], "'x' is a tag, not a host: --tag x"),  # not "did you mean gpu-a1?"
+        (["report", "b"], "'b' is a tag, not a host (gpu-b2): name one"),
     ],
 )
 def test_what_selects_nothing_is_one_line_with_a_did_you_mean(

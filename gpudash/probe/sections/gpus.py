@@ -275,6 +275,12 @@ def _from_nvml(text: str) -> Gpus:
     )
 
 
+def shown_name(gpu: Gpu) -> str:
+    """A GPU's name for a count ("7× NVIDIA A40, 1× unreadable (ERR!)"): nvidia-smi prints
+    no name for a GPU it cannot read, which left "1× " with nothing after it."""
+    return gpu.name or ("unreadable (ERR!)" if gpu.error else "unnamed")
+
+
 def summary(data: Gpus) -> str:
     """The one line `gpudash probe` prints for this section."""
     if data.missing:
@@ -283,7 +289,7 @@ def summary(data: Gpus) -> str:
         return "no GPUs reported"
     groups: dict[str, int] = {}
     for g in data.gpus:
-        groups[g.name] = groups.get(g.name, 0) + 1
+        groups[shown_name(g)] = groups.get(shown_name(g), 0) + 1
     first = data.gpus[0]
     cc = f"cc {first.cc} {first.sm} {first.arch}" if first.cc else "cc ?"
     if first.cc_source in ("name", "pci_id"):

@@ -231,7 +231,8 @@ def summary(data: Network) -> str:
                 f"{t.host} ok {t.latency_ms:.0f} ms" if t.latency_ms is not None else f"{t.host} ok"
             )
         else:
-            bits.append(f"{t.host} FAILED ({t.error or 'no answer'})")
+            name = t.host or (t.url if t.url != "?" else "a site (its check was cut off)")
+            bits.append(f"{name} FAILED ({t.error or 'no answer'})")  # never "None FAILED"
     bits.append("HF token: present" if data.hf_token else "HF token: absent")
     return " · ".join(bits)
 

@@ -67,7 +67,7 @@ def summary(data: VerifySection) -> str:
     if not data.looked:
         return "not looked for"
     if r is None:
-        return "not run (V runs it)"
+        return "not run (`gpudash run verify HOST` runs it; b then V in the dashboard)"
     age = data.age_s()
     when = "" if age is None else f", {age_text(age)} ago"
     if r.status in ("unknown", "refused"):
@@ -103,7 +103,9 @@ def report(v: VerifySection) -> list[str]:
     if not v.looked:
         return ["Not looked for by this probe."]
     if r is None:
-        return ["Not run on this host (the verify task, key V, runs it)."]
+        return [
+            "Not run on this host (`gpudash run verify HOST` runs it; b then V in the dashboard)."
+        ]
     age = v.age_s()
     when = f", {age_text(age)} ago" if age is not None else ""
     lines = [

@@ -134,6 +134,9 @@ class TopologyPanel(Panel):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.show_nics = False  # one column per NIC (else one "nearest NIC" column)
+        self.nic_key = "n"
+        """The key that toggles the NIC columns, as the config's [keys] remap it (the app
+        sets it: attributes down)."""
         self._section: SectionResult | None = None
 
     def compose_body(self) -> ComposeResult:
@@ -143,8 +146,7 @@ class TopologyPanel(Panel):
     def _nic_binding(self) -> Any:
         from textual.binding import Binding
 
-        keymap = getattr(self.app, "_keymap", {}) or {}
-        return Binding(keymap.get("toggle-nics", "n"), "toggle_nics")
+        return Binding(self.nic_key, "toggle_nics")
 
     def action_toggle_nics(self) -> None:
         self.show_nics = not self.show_nics

@@ -410,6 +410,19 @@ class FleetTable(ScrollView, can_focus=True):
         )
         return super().render_lines(crop)
 
+    def _torn(self, cut: int) -> int:
+        """Cells left of a column whose start scrolled out of view at `cut` (its tail, "3"
+        of "13.0"): drawn blank, so what shows of a column is all of it or nothing."""
+        pos = 0
+        for width in self._shown:
+            if width is None:
+                continue
+            pos += GAP
+            if pos < cut < pos + width:
+                return pos + width - cut
+            pos += width
+        return 0
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base, header, cursor = self._styles
@@ -429,11 +442,13 @@ class FleetTable(ScrollView, can_focus=True):
         start = round(self.scroll_x)
         if start:  # the host column stays; the others scroll under it, a gap between
             frozen = GAP + (self._shown[0] or 0)
+            cut = frozen + GAP + start
+            torn = self._torn(cut)  # a column cut in two: blank, not a stray fragment
             line = Strip.join(
                 [
                     line.crop(0, frozen),
-                    Strip.blank(GAP),
-                    line.crop(frozen + GAP + start, start + width),
+                    Strip.blank(GAP + torn),
+                    line.crop(cut + torn, start + width),
                 ]
             )
         elif line.cell_length > width:
