@@ -196,10 +196,10 @@ def _select(
             raise UsageError(_unknown("host", name, list(by_name), where))
     known_tags = list(dict.fromkeys(t for h in config.hosts for t in h.tags))
     for tag in tags:
-        tagged = [h for h in config.hosts if tag in h.tags]
-        if not tagged:
+        members = [h for h in config.hosts if tag in h.tags]
+        if not members:
             raise UsageError(_unknown("tag", tag, known_tags, where))
-        for host in tagged:
+        for host in members:
             chosen.setdefault(host.name, host)
     if extra:
         config = dataclasses.replace(config, hosts=(*config.hosts, *extra))

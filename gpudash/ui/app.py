@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -67,11 +67,12 @@ def _ui(config: Config, name: str, default: Any) -> Any:
 class GpudashApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *keys.bindings(keys.APP_KEYS),
         *(Binding(n, f"jump_panel({n})", show=False) for n in keys.PANEL_JUMPS),
     ]
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+    # Textual's App declares it an instance attribute: not a ClassVar here
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [  # noqa: RUF012
         (0, "-narrow"),
         (90, "-normal"),
         (150, "-wide"),

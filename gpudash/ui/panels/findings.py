@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+from textual.binding import BindingType
 from textual.message import Message
 
 from gpudash.config.model import Config
@@ -165,7 +166,7 @@ class FindingsPanel(Panel):
     FindingsPanel.-compact .panel-text { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    BINDINGS = keys.bindings(keys.FINDINGS_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.FINDINGS_KEYS)
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)

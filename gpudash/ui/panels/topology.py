@@ -9,11 +9,12 @@ nothing about GPU placement.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.widgets import Static
 
 from gpudash.model import SectionResult
@@ -126,7 +127,7 @@ def nic_names(matrix: Any) -> Text | None:
 class TopologyPanel(Panel):
     SECTION = "topology"
     TITLE = "NVLink / topology"
-    BINDINGS = keys.bindings(keys.TOPOLOGY_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.TOPOLOGY_KEYS)
     DEFAULT_CSS = """
     TopologyPanel .topo-matrix { width: auto; }
     """

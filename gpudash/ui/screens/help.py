@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -34,7 +34,7 @@ EXTRA = (
 
 def help_table(
     app_keymap: Mapping[str, str],
-    display: callable,  # type: ignore[valid-type]
+    display: Callable[[Binding], str],
     tasks: Mapping[str, Any] | None = None,
 ) -> Table:
     table = Table(box=None, padding=(0, 2, 0, 0), show_header=False, expand=False)
@@ -65,11 +65,13 @@ def help_table(
 class HelpScroll(VerticalScroll):
     """The help's text, scrolled by j/k/g/G as every other list and panel is."""
 
-    BINDINGS = keys.moves("scroll_down", "scroll_up", "scroll_home", "scroll_end")
+    BINDINGS: ClassVar[list[BindingType]] = keys.moves(
+        "scroll_down", "scroll_up", "scroll_home", "scroll_end"
+    )
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "escape,question_mark,q",
             "dismiss",

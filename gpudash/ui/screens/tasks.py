@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -40,7 +41,9 @@ def _row_key(run: Run) -> str:
 class RunsTable(DataTable[Any]):
     """The runs, with j/k/g/G moving as the arrows do."""
 
-    BINDINGS = keys.moves("cursor_down", "cursor_up", "scroll_top", "scroll_bottom")
+    BINDINGS: ClassVar[list[BindingType]] = keys.moves(
+        "cursor_down", "cursor_up", "scroll_top", "scroll_bottom"
+    )
 
 
 class TasksScreen(Screen[None]):
@@ -60,7 +63,7 @@ class TasksScreen(Screen[None]):
         host: str
         task: str
 
-    BINDINGS = keys.bindings(keys.TASKS_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.TASKS_KEYS)
     DEFAULT_CSS = """
     TasksScreen { layout: vertical; }
     TasksScreen #tasks-target { height: auto; background: $panel; padding: 0 1; }

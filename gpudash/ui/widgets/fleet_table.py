@@ -273,7 +273,7 @@ class FleetTable(ScrollView, can_focus=True):
         return list(self._widths)
 
     @property
-    def shown_widths(self) -> list[int]:
+    def shown_widths(self) -> list[int | None]:
         """Each column's width as drawn: `column_widths` fitted to the screen."""
         return list(self._shown)
 
@@ -328,7 +328,7 @@ class FleetTable(ScrollView, can_focus=True):
         elif self._cursor >= top + page:
             self.scroll_to(y=self._cursor - page + 1, animate=False)
 
-    def _on_click(self, event: events.Click) -> None:
+    async def _on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return
@@ -435,9 +435,10 @@ class FleetTable(ScrollView, can_focus=True):
             if row >= len(self._order):
                 return Strip.blank(width, base)
             key = self._order[row]
-            line = self._drawn.get(key)
-            if line is None:
-                line = self._drawn[key] = self._line(self._get_cells(key))
+            drawn = self._drawn.get(key)
+            if drawn is None:
+                drawn = self._drawn[key] = self._line(self._get_cells(key))
+            line = drawn
             style = cursor if row == self._cursor else base
         start = round(self.scroll_x)
         if start:  # the host column stays; the others scroll under it, a gap between

@@ -15,7 +15,9 @@ The title says which ("following" / "paused: End to follow").
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
+from textual.binding import BindingType
 from textual.geometry import Size
 from textual.widgets import Log
 
@@ -30,7 +32,9 @@ CONTINUED = "↪ "
 
 
 class LogPane(Log, can_focus=True):
-    BINDINGS = keys.moves("scroll_down", "scroll_up", "scroll_home", "scroll_end")
+    BINDINGS: ClassVar[list[BindingType]] = keys.moves(
+        "scroll_down", "scroll_up", "scroll_home", "scroll_end"
+    )
     DEFAULT_CSS = """
     LogPane {
         height: 1fr;
