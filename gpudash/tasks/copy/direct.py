@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from gpudash.tasks import events as ev
 from gpudash.tasks import jobs, render
 from gpudash.tasks.copy import direct_scripts as ds
+from gpudash.tasks.copy import recv_script
 from gpudash.tasks.copy.params import CopyParams
 from gpudash.tasks.follow import JobFollower
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
@@ -130,7 +131,7 @@ class DirectCopy:
             ds.DEST_JOB,
             paths=["GPUDASH_TO"],
         )
-        recv = render.exports(common) + render.home_expansion(["GPUDASH_TO"]) + ds.RECV
+        recv = render.exports(common) + render.home_expansion(["GPUDASH_TO"]) + recv_script.RECV
         return job, recv
 
     def _source_script(self, user: str, address: str, port: int, from_addr: str) -> str:

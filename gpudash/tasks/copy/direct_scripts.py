@@ -2,6 +2,7 @@
 
     destination job (task name, e.g. `copy`)   installs the one-use key, waits, removes it
     receiving end (`files/recv.sh` there)      what the key may run: the forced command
+                                               (`recv_script`: confined to the partial copy)
     source job (`copy-to-DEST`)                sends the bytes over its own ssh, verifies
 
 Every value arrives as an `export K=<shlex.quote(v)>` line above these bodies
@@ -80,18 +81,18 @@ sweep() {
 }
 """
 
-_DEST_COMMON = r"""
+DEST_COMMON = r"""
 S="$GPUDASH_TO.gpudash-partial"
 TAG="gpudash-copy-$GPUDASH_RUN"
 """
 
 # The destination job. It prints `gpudash-copy ready USER` once the key is in place.
 DEST_JOB = (
-    _DEST_COMMON
+    DEST_COMMON
     + SWEEP_FN
     + r"""
 fail() { echo "gpudash: $*"; exit 3; }
-for tool in tar sha256sum find sort comm awk flock dd; do
+for tool in tar sha256sum find sort comm awk flock dd stat readlink; do
     command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the destination host"
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' \
@@ -101,7 +102,13 @@ case "$J" in *[!A-Za-z0-9._/-]*) fail "the job directory $J has characters autho
 if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists and is not a directory"; fi
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
-rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err"
+rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err" "$J/sealed"
+# Before the key exists: a partial copy an earlier run left keeps only directories and
+# single-named regular files (no link, hard link, device or fifo for a verb to meet).
+if [ -L "$S" ] || { [ -e "$S" ] && [ ! -d "$S" ]; }; then rm -f "$S"; fi
+if [ -d "$S" ]; then
+    find "$S" -mindepth 1 \( -type l -o \( ! -type d ! -type f \) -o \( -type f -links +1 \) \) -delete 2>/dev/null
+fi
 : > "$J/held"
 sweep ""
 UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
@@ -115,7 +122,7 @@ stop() {
 }
 trap stop TERM INT HUP
 [ -e "$AK" ] || { : > "$AK" && chmod 600 "$AK"; } || fail "cannot create $AK"
-LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh\" $GPUDASH_PUB $TAG-until-$UNTIL"
+LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh $GPUDASH_RUN\" $GPUDASH_PUB $TAG-until-$UNTIL"
 ( flock 8; printf '%s\n' "$LINE" >> "$AK" ) 8>> "$HOME/.ssh/.gpudash-copy.lock" \
     || fail "cannot write $AK"
 echo "gpudash-copy ready $(id -un)"
@@ -144,173 +151,6 @@ fi
 echo "gpudash: the source went away before the end; the key is removed, the partial copy" \
     "$S is kept: run the copy again to resume"
 exit 1
-"""
-)
-
-# The receiving end: the forced command of the one-use key. Its verbs touch only this copy's
-# partial directory and destination; a path from the source is refused if absolute or if it
-# climbs (`..`). `hold` keeps the source's presence visible to the destination job: it ends
-# when the session does, or when no heartbeat byte came for 15 s.
-RECV = (
-    _DEST_COMMON
-    + SWEEP_FN
-    + MANIFEST_FN
-    + r"""
-J=$(cd "$(dirname "$0")/.." && pwd) || exit 3
-U=$(cat "$J/until" 2>/dev/null)
-if [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ]; then
-    sweep "$TAG"
-    echo "gpudash: this copy's key has expired" >&2
-    exit 3
-fi
-safe() {
-    case "/$1/" in *"/../"* | *"/./"* | "//"*) return 1 ;; esac
-    [ -n "$1" ]
-}
-# A fan-out's next hops: `VERB ALIAS ADDR PORT USER [ALIAS ADDR PORT USER ...]`, run on the
-# first with the rest, under this copy's key and the host keys gpudash verified (files/).
-# A hop that failed once (unreachable, silent 15 s, its end failed) is marked dead
-# (`fwd.dead`) and not tried again by this copy's later sessions: this host ends the chain,
-# so a lost hop costs one timeout, not one per stream and byte range; the hosts after it are
-# completed from the source by their own runs.
-fwd() {
-    verb=$1
-    shift
-    [ $# -ge 4 ] && [ $(( $# % 4 )) -eq 0 ] || return 3
-    case "$*" in *[!A-Za-z0-9._:@\ -]*) return 3 ;; esac
-    case "$1" in gpudash-copy-d[0-9]*) ;; *) return 3 ;; esac
-    a=$1 addr=$2 port=$3 user=$4
-    shift 4
-    ssh -i "$J/files/id" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
-        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$J/files/known_hosts" \
-        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="$a" \
-        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=10 -o LogLevel=ERROR \
-        -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
-        -p "$port" -l "$user" "$addr" "$verb" "$@" || { : > "$J/fwd.dead"; return 1; }
-}
-# VERB's stream from stdin into HANDLER; on a fan-out hop (next hops in "$@") the stream goes
-# on to the next host as it arrives (tee -p keeps feeding the one output that still reads
-# when the other fails), and this end waits for the next.
-relay() {
-    verb=$1 handler=$2
-    shift 2
-    mkdir -p "$S" || exit 3
-    [ ! -e "$J/fwd.dead" ] || set --
-    [ $# -gt 0 ] || { $handler; exit $?; }
-    f="$J/fwd.$$"
-    rm -f "$f" && mkfifo "$f" || exit 3
-    fwd "$verb" "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
-    tee -p "$f" 2>/dev/null | $handler
-    rc=$?
-    wait
-    rm -f "$f"
-    exit $rc
-}
-untar() { tar -xpf - --no-same-owner -C "$S"; }
-# The tree's directories (one relative path a line), made before the streams start: tars
-# extracting side by side into a directory none of them has made yet race in GNU tar (the
-# loser's mkdir finds it made, and it reports "Cannot open: No such file or directory").
-# Made without their modes: those come with the directories' tar at the end (a read-only
-# directory must stay writable until its files are in).
-skeleton() {
-    while IFS= read -r p; do
-        safe "$p" || return 3
-        mkdir -p "$S/$p" || return 4
-    done
-}
-# Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE PATH`, then
-# exactly LEN bytes (dd's count_bytes reads no further), until the stream ends.
-land() {
-    while IFS= read -r hdr; do
-        off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
-        mode=${rest%%"	"*}; p=${rest#*"	"}
-        case "$off$len$mode" in *[!0-9]* | "") return 3 ;; esac
-        safe "$p" || return 3
-        mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || return 3
-        dd of="$S/$p" bs=1M seek="$off" count="$len" iflag=fullblock,count_bytes conv=notrunc status=none || return 4
-        chmod "$mode" "$S/$p" || return 4
-    done
-}
-set -f
-set -- $SSH_ORIGINAL_COMMAND
-case "$1" in
-hold)
-    exec 7>> "$J/held"
-    flock 7
-    : > "$J/hold-started"
-    while [ "$(timeout 15 head -c 1 | wc -c)" -eq 1 ] 2>/dev/null; do :; done
-    ;;
-manifest)
-    if [ -d "$S" ]; then
-        manifest "$S" "$J/m.dst" || exit 4
-        echo "base partial"
-    elif [ -d "$GPUDASH_TO" ]; then
-        manifest "$GPUDASH_TO" "$J/m.dst" || exit 4
-        echo "base final"
-    else
-        : > "$J/m.dst"
-        echo "base none"
-    fi
-    cat "$J/m.dst"
-    ;;
-prune)
-    [ -d "$S" ] || exit 0
-    while IFS= read -r p; do
-        safe "$p" && rm -rf "$S/$p"
-    done
-    ;;
-base)
-    if [ -d "$S" ]; then echo partial; elif [ -d "$GPUDASH_TO" ]; then echo final; else echo none; fi
-    ;;
-mkdirs)
-    shift
-    relay mkdirs skeleton "$@"
-    ;;
-recv)
-    shift
-    relay recv untar "$@"
-    ;;
-parts)
-    shift
-    relay parts land "$@"
-    ;;
-ping)
-    ;;
-prepare)
-    mkdir -p "$S" || exit 3
-    manifest "$S" "$J/m.dst" || exit 4
-    ;;
-verify)
-    cat > "$J/m.src" || exit 3
-    if ! cmp -s "$J/m.src" "$J/m.dst"; then
-        n=$(LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | wc -l)
-        echo "verification failed on the destination: $n manifest lines differ, the first:"
-        LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | cut -f 1-5 | head -n 10 | sed 's/^/  /'
-        rm -rf "$S"
-        : > "$J/aborted"
-        exit 1
-    fi
-    if [ -e "$GPUDASH_TO" ]; then
-        [ "$GPUDASH_REPLACE" = 1 ] || { echo "$GPUDASH_TO appeared meanwhile: not replaced"; exit 3; }
-        mv "$GPUDASH_TO" "$S.old" && mv "$S" "$GPUDASH_TO" && rm -rf "$S.old" || exit 3
-    else
-        mv "$S" "$GPUDASH_TO" || exit 3
-    fi
-    : > "$J/finished"
-    echo "in place: $GPUDASH_TO"
-    ;;
-done)
-    : > "$J/finished"
-    ;;
-abort)
-    rm -rf "$S"
-    : > "$J/aborted"
-    ;;
-*)
-    echo "gpudash: not a copy command" >&2
-    exit 2
-    ;;
-esac
 """
 )
 
@@ -381,6 +221,8 @@ cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
 NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t'); RET=$(printf '\r')
 bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name "*$RET*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
 [ -z "$bad" ] || fail "a name with a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
+bad=$(find . -mindepth 1 -type l \( -lname "*$NL*" -o -lname "*$TAB*" -o -lname "*$RET*" -o -lname '*\\*' \) -print 2>/dev/null | head -n 1)
+[ -z "$bad" ] || fail "a link whose target has a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
 rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
 if [ -n "$GPUDASH_SEND_ONLY" ]; then
     echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
@@ -428,7 +270,7 @@ if [ "$base" != none ]; then
     if [ -s "$W/prune" ]; then
         remote 600 prune < "$W/prune" 2> "$W/err" || fail "prune: $(said "$W/err")"
     fi
-    awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1 }' "$W/send.m" > "$W/send"
+    awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1, $6 }' "$W/send.m" > "$W/send"
     if [ "$base" = partial ] && [ ! -s "$W/send" ] && [ ! -s "$W/prune" ]; then
         echo "every file is there; verifying"
         t1=$(date +%s); el=0
@@ -439,7 +281,7 @@ if [ "$base" != none ]; then
     echo "resuming: $have files already there; $(awk -F '\t' '$2 == "f"' "$W/send" | wc -l) to send"
 else
     find . -mindepth 1 \( -type d -printf '0\td\t%m\t%P\n' \) -o \( -type f -printf '%s\tf\t%m\t%P\n' \) \
-        -o -printf '0\t%y\t%m\t%P\n' > "$W/send" || fail "cannot list $GPUDASH_PATH"
+        -o \( -type l -printf '0\tl\t%m\t%P\t%l\n' \) -o -printf '0\t%y\t%m\t%P\n' > "$W/send" || fail "cannot list $GPUDASH_PATH"
 fi
 TOTAL=$(awk -F '\t' '{ s += $1 } END { printf "%.0f", s }' "$W/send")
 FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
@@ -451,7 +293,7 @@ FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
 # on the destination (and scatter its blocks).
 N=$GPUDASH_STREAMS
 CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
-awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
+awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
     -v n="$N" -v chunk="$CHUNK" -v dir="$W" '
     function least(   w, b) { b = 0; for (w = 1; w < n; w++) if (load[w] < load[b]) b = w; return b }
     function flush(   k, b, w) {
@@ -475,7 +317,10 @@ awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t
         print "./" $4 > (dir "/list." w)
     }
     END { if (nb) flush() }'
-awk -F '\t' '$2 == "d" { print "./" $4 }' "$W/send" > "$W/dirs"
+# The links and the directories' modes go last, by `seal` (links first, then the modes,
+# deepest first): the receiving end makes no link while data lands (`recv_script`).
+awk -F '\t' -v OFS='\t' '$2 == "l" { print "l", "-", $4, $5 }' "$W/send" > "$W/seal"
+awk -F '\t' -v OFS='\t' '$2 == "d" { print "d", $3, $4 }' "$W/send" | LC_ALL=C sort -t "$TAB" -k3,3r >> "$W/seal"
 echo "sending $FILES files ($(human "$TOTAL"))"
 awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
 if [ -s "$W/skel" ]; then
@@ -492,7 +337,7 @@ fi
 stream() {
     w=$1
     if [ -s "$W/list.$w" ]; then
-        tar -cf - --no-recursion --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
+        tar -cf - --no-recursion --hard-dereference --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
             2> "$W/dots.$w" | remote 0 recv $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
     fi
     [ -s "$W/parts.$w" ] || return 0
@@ -547,8 +392,8 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     remote 60 abort </dev/null >/dev/null 2>&1
     fail "sending failed: $why; the partial copy is removed"
 fi
-if [ -s "$W/dirs" ]; then
-    tar -cf - --no-recursion -T "$W/dirs" | remote 600 recv $HOPS 2> "$W/err" || fail "directories: $(said "$W/err")"
+if [ -z "$GPUDASH_SEND_ONLY" ] && [ -s "$W/seal" ]; then
+    remote 600 seal < "$W/seal" 2> "$W/err" || fail "links and directory modes: $(said "$W/err")"
 fi
 t1=$(date +%s)
 el=$((t1 - t0)); [ $el -gt 0 ] || el=1
