@@ -73,8 +73,12 @@ class Dest:
             "-p", str(self.host.port), f"{self.sshd.user}@127.0.0.1", *verb,
         ]  # fmt: skip
 
-    def send(self, verb: str, data: bytes = b"", timeout: float = 30) -> subprocess.CompletedProcess:
-        return subprocess.run(self.argv(*verb.split()), input=data, capture_output=True, timeout=timeout)
+    def send(
+        self, verb: str, data: bytes = b"", timeout: float = 30
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.argv(*verb.split()), input=data, capture_output=True, timeout=timeout
+        )
 
     def open(self, verb: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
@@ -228,7 +232,9 @@ def test_symlinks_in_a_tar_stream_are_refused_and_never_followed(dest: Dest):
 def test_a_hard_link_in_a_tar_stream_cannot_reach_a_file_outside(dest: Dest):
     dest.partial.mkdir()
     (dest.partial / "x").symlink_to(dest.outside)  # planted between two verbs
-    done = dest.send("recv", tar_of(("h", "h", "x/victim"), ("g", "h", str(dest.outside / "victim"))))
+    done = dest.send(
+        "recv", tar_of(("h", "h", "x/victim"), ("g", "h", str(dest.outside / "victim")))
+    )
     dest.send("parts", ranges(("h", b"pwned\n"), ("g", b"pwned\n")))
     untouched(dest)
     assert done.returncode != 0
@@ -244,14 +250,11 @@ def test_a_hard_link_to_a_file_of_the_copy_is_refused_too(dest: Dest):
 # -- parts, mkdirs, prune: paths through planted links ------------------------------------
 
 
-def test_byte_ranges_never_land_through_a_link(dest: Dest):
+def test_byte_ranges_never_land_through_a_link_and_still_land_inside(dest: Dest):
     plant(dest)
     said = [dest.send("parts", ranges((p, b"pwned\n"))) for p in ("x/new", "y", "z", "up/new")]
     untouched(dest)
     assert all(done.returncode != 0 for done in said), said
-
-
-def test_byte_ranges_still_land_inside(dest: Dest):
     done = dest.send("parts", ranges(("d/e/big", b"0123456789"), ("top", b"abc")))
     assert done.returncode == 0, done.stderr
     assert (dest.partial / "d" / "e" / "big").read_bytes() == b"0123456789"
@@ -315,9 +318,11 @@ def test_seal_never_makes_a_link_or_a_mode_through_a_link(dest: Dest):
     mode = dest.outside.stat().st_mode
     done = dest.send(
         "seal",
-        seal_lines(("l", "-", "x/evil", "/tmp"), ("d", "777", "x"), ("d", "700", "up")),
+        seal_lines(("l", "-", "ok", "x"), ("l", "-", "x/evil", "/tmp"), ("d", "777", "x")),
     )
+    assert os.readlink(dest.partial / "ok") == "x"  # made, until the first refused line
     assert done.returncode != 0
+    assert dest.send("seal", seal_lines(("d", "777", "up"))).returncode != 0
     untouched(dest)
     assert dest.outside.stat().st_mode == mode
     assert not (dest.outside / "evil").is_symlink()
@@ -372,6 +377,35 @@ async def test_links_left_in_a_partial_copy_are_gone_before_the_key_is(
         dest.send("parts", ranges(("z", b"pwned\n")))
         untouched(dest)
         for proc in dest.holds:
+            proc.kill()
+        await jobs.cancel(pool.transport(dest_sshd.host_config(host)), TASK)
+    finally:
+        await pool.close()
+
+
+async def test_an_earlier_runs_key_and_open_sessions_end_when_the_next_run_starts(
+    dest_sshd: Sshd, tmp_path: Path
+):
+    """A run whose destination job died (SIGKILL) left its key line and a stream still open;
+    the next run's key must be the only one that works, and the old stream must not write."""
+    host = dest_sshd.hosts[0]
+    host.reset()
+    pool = SshPool([])
+    try:
+        first = await launch_dest(dest_sshd, host, pool, tmp_path)
+        stream = first.open("recv")
+        assert stream.stdin is not None
+        stream.stdin.write(tar_of(("early.txt", "f", "1\n"))[:1024])
+        stream.stdin.flush()
+        job = host.home / ".cache" / "gpudash" / "jobs" / TASK
+        os.killpg(int((job / "pgid").read_text()), 9)
+        for proc in first.holds:
+            proc.kill()
+        second = await launch_dest(dest_sshd, host, pool, tmp_path)
+        assert stream.wait(15) != 0  # ended by the new run, not left to write into its copy
+        assert first.send("ping").returncode != 0
+        assert second.send("ping").returncode == 0
+        for proc in second.holds:
             proc.kill()
         await jobs.cancel(pool.transport(dest_sshd.host_config(host)), TASK)
     finally:

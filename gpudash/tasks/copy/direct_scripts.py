@@ -103,6 +103,16 @@ if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
 rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err" "$J/sealed"
+# Before the key exists: the receiving ends of an earlier run of this copy (a source cut off
+# whose sessions sshd has not dropped yet) are ended with their process groups, or their
+# writes would land in this run's partial copy after it was compared.
+for f in $(grep -lsF "$J/files/recv.sh" /proc/[0-9]*/cmdline); do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    [ "$(tr '\0' '\n' 2>/dev/null < "$f" | sed -n 2p)" = "$J/files/recv.sh" ] || continue
+    pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
+    [ -n "$pg" ] && [ "$pg" != "$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)" ] || continue
+    kill -KILL -- "-$pg" 2>/dev/null
+done
 # Before the key exists: a partial copy an earlier run left keeps only directories and
 # single-named regular files (no link, hard link, device or fifo for a verb to meet).
 if [ -L "$S" ] || { [ -e "$S" ] && [ ! -d "$S" ]; }; then rm -f "$S"; fi

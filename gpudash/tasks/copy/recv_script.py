@@ -86,7 +86,12 @@ RECV = (
     + r"""
 J=$(cd "$(dirname "$0")/.." && pwd) || exit 3
 U=$(cat "$J/until" 2>/dev/null)
-if [ "$1" != "$GPUDASH_RUN" ] || [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ]; then
+if [ "$1" != "$GPUDASH_RUN" ]; then
+    case "$1" in *[!0-9A-Za-z-]* | "") ;; *) sweep "gpudash-copy-$1" ;; esac
+    echo "gpudash: this key belongs to an earlier run of this copy" >&2
+    exit 3
+fi
+if [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ]; then
     sweep "$TAG"
     echo "gpudash: this copy's key has expired" >&2
     exit 3
