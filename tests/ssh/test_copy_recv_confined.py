@@ -395,14 +395,25 @@ async def test_an_earlier_runs_key_and_open_sessions_end_when_the_next_run_start
         first = await launch_dest(dest_sshd, host, pool, tmp_path)
         stream = first.open("recv")
         assert stream.stdin is not None
-        stream.stdin.write(tar_of(("early.txt", "f", "1\n"))[:1024])
+        late = tar_of(("early.txt", "f", "1\n"))
+        stream.stdin.write(late[:1024])
         stream.stdin.flush()
+        deadline = time.monotonic() + 15
+        while not first.partial.exists():  # the session runs (its `data` made the partial)
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
         job = host.home / ".cache" / "gpudash" / "jobs" / TASK
         os.killpg(int((job / "pgid").read_text()), 9)
         for proc in first.holds:
             proc.kill()
         second = await launch_dest(dest_sshd, host, pool, tmp_path)
-        assert stream.wait(15) != 0  # ended by the new run, not left to write into its copy
+        try:
+            stream.stdin.write(late[1024:])
+            stream.stdin.close()
+        except BrokenPipeError:
+            pass
+        assert stream.wait(15) != 0, stream.stderr.read()  # ended by the new run
+        assert not (first.partial / "early.txt").exists()  # and never wrote into its copy
         assert first.send("ping").returncode != 0
         assert second.send("ping").returncode == 0
         for proc in second.holds:

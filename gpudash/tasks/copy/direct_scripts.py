@@ -103,15 +103,17 @@ if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
 rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err" "$J/sealed"
-# Before the key exists: the receiving ends of an earlier run of this copy (a source cut off
-# whose sessions sshd has not dropped yet) are ended with their process groups, or their
-# writes would land in this run's partial copy after it was compared.
-for f in $(grep -lsF "$J/files/recv.sh" /proc/[0-9]*/cmdline); do
-    pid=${f#/proc/}; pid=${pid%/cmdline}
-    [ "$(tr '\0' '\n' 2>/dev/null < "$f" | sed -n 2p)" = "$J/files/recv.sh" ] || continue
+# Before the key exists: what is left of an earlier run's receiving ends (a source cut off
+# whose sessions sshd has not dropped yet, or a child of one outliving it) ends with its
+# process group, or its writes would land in this run's partial copy after it was compared.
+# Each receiving end holds $J/data.lock open for its whole session (`recv_script`), so every
+# process with it open is one of them (its children inherit it).
+JP=$(cd -P "$J" && pwd -P) || fail "cannot enter the job directory $J"
+for fd in $(find /proc/[0-9]*/fd -lname "$JP/data.lock" 2>/dev/null); do
+    pid=${fd#/proc/}; pid=${pid%%/*}
     pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
     [ -n "$pg" ] && [ "$pg" != "$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)" ] || continue
-    kill -KILL -- "-$pg" 2>/dev/null
+    kill -KILL "-$pg" 2>/dev/null
 done
 # Before the key exists: a partial copy an earlier run left keeps only directories and
 # single-named regular files (no link, hard link, device or fifo for a verb to meet).

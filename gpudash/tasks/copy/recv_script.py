@@ -62,17 +62,16 @@ under() {
 }
 """
 
-# The verbs that change $S hold $J/data.lock shared; `seal` holds it exclusive.
+# Every session opens $J/data.lock as fd 9 (so the next run's destination job finds what is
+# left of it); the verbs that change $S hold it shared, `seal` exclusive.
 _LOCKS = r"""
 data() {
-    exec 9>> "$J/data.lock"
     flock -s 9 || exit 3
     if [ -e "$J/sealed" ]; then echo "gpudash: this copy is sealed: no more data" >&2; exit 3; fi
     mkdir -p "$S" || exit 3
     SR=$(cd -P -- "$S" && pwd -P) || exit 3
 }
 reader() {
-    exec 9>> "$J/data.lock"
     flock -s 9 || exit 3
 }
 """
@@ -85,6 +84,7 @@ RECV = (
     + _LOCKS
     + r"""
 J=$(cd "$(dirname "$0")/.." && pwd) || exit 3
+exec 9>> "$J/data.lock"
 U=$(cat "$J/until" 2>/dev/null)
 if [ "$1" != "$GPUDASH_RUN" ]; then
     case "$1" in *[!0-9A-Za-z-]* | "") ;; *) sweep "gpudash-copy-$1" ;; esac
@@ -219,7 +219,6 @@ parts)
 # The copy's symlinks and directory modes, then no more data: lines `l TAB - TAB PATH TAB
 # TARGET` and `d TAB MODE TAB PATH` (the source sends directories deepest first).
 seal)
-    exec 9>> "$J/data.lock"
     flock 9 || exit 3
     : > "$J/sealed"
     mkdir -p "$S" || exit 3
