@@ -248,8 +248,13 @@ if [ -z "$GPUDASH_HELD" ]; then
     remote 0 hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
     HOLD=$!
     exec 8> "$W/hold"
-    # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once
-    ( exec 8>&-; while sleep 2 </dev/null >/dev/null 2>&1; do printf . || exit 0; done ) >&8 2>/dev/null &
+    # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once,
+    # and takes its sleep with it (a `sleep 2` outlived the job by up to 2 s)
+    ( exec 8>&-; trap 'kill "$s" 2>/dev/null; exit 0' TERM
+      while :; do
+          sleep 2 </dev/null >/dev/null 2>&1 & s=$!
+          wait "$s" && printf . || exit 0
+      done ) >&8 2>/dev/null &
     BEAT=$!
 fi
 
