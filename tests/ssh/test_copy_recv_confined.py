@@ -407,6 +407,9 @@ async def test_an_earlier_runs_key_and_open_sessions_end_when_the_next_run_start
         for proc in first.holds:
             proc.kill()
         second = await launch_dest(dest_sshd, host, pool, tmp_path)
+        keys = (host.home / ".ssh" / "authorized_keys").read_text()
+        assert f"gpudash-copy-{first.run}-" not in keys  # swept as the next run started
+        assert f"gpudash-copy-{second.run}-" in keys
         try:
             stream.stdin.write(late[1024:])
             stream.stdin.close()

@@ -64,20 +64,31 @@ manifest() {
 }
 """
 
-# Lines of authorized_keys this copy added, and any gpudash copy line past its expiry, out.
-# The file is rewritten in place (cat >) so its owner, mode and inode stay the user's.
+# `sweep TAG [JOB]`: the lines of authorized_keys with this copy's TAG, every gpudash copy
+# line past its expiry, and with JOB every line whose forced command is that job dir's (an
+# earlier run of it that could not remove its own: its destination job killed), out. The
+# file is rewritten in place, never truncated first: the lines kept are written over the
+# start of it (blocks it already has, so a full disk cannot stop it: a copy of the file in a
+# temporary one could not be written there, and the key stayed), then it is cut to their
+# length. Its owner, mode and inode stay the user's; cut short between the two steps, it
+# holds every kept line followed by a stale tail, never less than the user's keys.
 SWEEP_FN = r"""
 AK="$HOME/.ssh/authorized_keys"
 sweep() {
     [ -f "$AK" ] || return 0
     ( flock 8
-      awk -v tag="$1" -v now="$(date +%s)" '{
-          for (i = 1; i <= NF; i++) if ($i ~ /^gpudash-copy-[0-9A-Za-z-]+-until-[0-9]+$/) {
-              u = $i; sub(/.*-until-/, "", u)
-              if ((tag != "" && index($i, tag "-until-") == 1) || u + 0 <= now) next
-          }
-          print }' "$AK" > "$AK.gpudash-tmp" && cat "$AK.gpudash-tmp" > "$AK"
-      rm -f "$AK.gpudash-tmp" ) 8>> "$HOME/.ssh/.gpudash-copy.lock"
+      keep=$(awk -v tag="$1" -v job="${2:-}" -v now="$(date +%s)" '
+          job != "" && index($0, "command=\"/bin/sh " job "/files/recv.sh") { next }
+          { for (i = 1; i <= NF; i++) if ($i ~ /^gpudash-copy-[0-9A-Za-z-]+-until-[0-9]+$/) {
+                u = $i; sub(/.*-until-/, "", u)
+                if ((tag != "" && index($i, tag "-until-") == 1) || u + 0 <= now) next
+            }
+            print }' "$AK" && echo .) || exit 1
+      keep=${keep%.}
+      n=$(printf '%s' "$keep" | wc -c)
+      [ "$n" -lt "$(wc -c < "$AK")" ] || exit 0
+      printf '%s' "$keep" | dd of="$AK" conv=notrunc status=none && truncate -s "$n" "$AK"
+    ) 8>> "$HOME/.ssh/.gpudash-copy.lock"
 }
 """
 
@@ -92,7 +103,7 @@ DEST_JOB = (
     + SWEEP_FN
     + r"""
 fail() { echo "gpudash: $*"; exit 3; }
-for tool in tar sha256sum find sort comm awk flock dd stat readlink; do
+for tool in tar sha256sum find sort comm awk flock dd stat readlink truncate; do
     command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the destination host"
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' \
@@ -122,9 +133,10 @@ if [ -d "$S" ]; then
     find "$S" -mindepth 1 \( -type l -o \( ! -type d ! -type f \) -o \( -type f -links +1 \) \) -delete 2>/dev/null
 fi
 : > "$J/held"
-sweep ""
+sweep "" "$J"
 UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
-echo "$UNTIL" > "$J/until"
+{ echo "$UNTIL" > "$J/until"; } 2>/dev/null && [ -s "$J/until" ] \
+    || fail "cannot write in $J on the destination (is its disk full?); no key was installed"
 stop() {
     sweep "$TAG"
     rm -f "$J/files/id"
