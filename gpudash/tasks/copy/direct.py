@@ -26,7 +26,7 @@ from gpudash.tasks import events as ev
 from gpudash.tasks import jobs, render
 from gpudash.tasks.copy import direct_scripts as ds
 from gpudash.tasks.copy import recv_script
-from gpudash.tasks.copy.params import CopyParams
+from gpudash.tasks.copy.params import CopyParams, dial
 from gpudash.tasks.follow import JobFollower
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
 from gpudash.tasks.prepare import Prepared
@@ -181,8 +181,7 @@ class DirectCopy:
             await self.dest.connect()
             await self.source.connect()
             known = host_key_line(self.dest)
-            address = dest_host.address
-            port = dest_host.port or 22
+            address, port = dial(self.p.dest_address, dest_host.address, dest_host.port or 22)
             configured = str(getattr(getattr(self.source, "host", None), "address", ""))
             from_addr = self.p.source_address or await source_address(
                 self.source, address, configured

@@ -270,8 +270,13 @@ if [ -z "$GPUDASH_HELD" ]; then
     BEAT=$!
 fi
 
-remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err" \
-    || fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
+if ! remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err"; then
+    if grep -q 'ssh: connect to host\|Could not resolve hostname\|Connection timed out\|No route to host\|Network is unreachable\|Connection refused' "$W/err" 2>/dev/null; then
+        fail "this host cannot reach $GPUDASH_DEST at $GPUDASH_ADDR port $GPUDASH_PORT ($(said "$W/err")):" \
+            "set params.dest_address to what this host can dial (HOST or HOST:PORT), or via = \"gpudash\" to copy through gpudash"
+    fi
+    fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
+fi
 base=$(head -n 1 "$W/dst.m")
 tail -n +2 "$W/dst.m" > "$W/dst.l"
 base=${base#base }
