@@ -230,7 +230,7 @@ said() {
     elif grep -q 'Permission denied' "$1" 2>/dev/null; then
         echo "the destination refused the copy's key (its sshd does not read ~/.ssh/authorized_keys, or the source's address is not $GPUDASH_FROM_ADDR)"
     else
-        tail -n 1 "$1" 2>/dev/null
+        tail -n 1 "$1" 2>/dev/null | tr -d '\r'
     fi
 }
 human() { awk -v n="$1" 'BEGIN { split("B KiB MiB GiB TiB", u, " "); i = 1
