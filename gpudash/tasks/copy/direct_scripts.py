@@ -283,6 +283,14 @@ base=${base#base }
 case "$base" in none | partial | final) ;; *) fail "the destination answered no manifest" ;; esac
 [ -z "$GPUDASH_SEND_ONLY" ] || [ "$base" = none ] || exit 0
 started=$(date +%s)
+# The links and the directories' modes go last, by `seal` (links first, then the modes,
+# deepest first): the receiving end makes no link while data lands (`recv_script`).
+sealing() {
+    awk -F '\t' -v OFS='\t' '$2 == "l" { print "l", "-", $4, $5 }' "$W/send" > "$W/seal"
+    awk -F '\t' -v OFS='\t' '$2 == "d" { print "d", $3, $4 }' "$W/send" | LC_ALL=C sort -t "$TAB" -k3,3r >> "$W/seal"
+    [ -s "$W/seal" ] || return 0
+    remote 600 seal < "$W/seal" 2> "$W/err" || fail "links and directory modes: $(said "$W/err")"
+}
 if [ "$base" != none ]; then
     echo "the destination has a $base copy: hashing here to compare (size + sha256)"
     src_manifest || fail "cannot list or hash $GPUDASH_PATH"
@@ -305,9 +313,11 @@ if [ "$base" != none ]; then
         remote 600 prune < "$W/prune" 2> "$W/err" || fail "prune: $(said "$W/err")"
     fi
     awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1, $6 }' "$W/send.m" > "$W/send"
-    if [ "$base" = partial ] && [ ! -s "$W/send" ] && [ ! -s "$W/prune" ]; then
+    if [ "$base" = partial ] && [ ! -s "$W/prune" ] \
+        && ! awk -F '\t' '$2 != "d" && $2 != "l" { x = 1 } END { exit !x }' "$W/send"; then
         echo "every file is there; verifying"
         t1=$(date +%s); el=0
+        sealing
         verified
         exit 0
     fi
@@ -351,10 +361,6 @@ awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr
         print "./" $4 > (dir "/list." w)
     }
     END { if (nb) flush() }'
-# The links and the directories' modes go last, by `seal` (links first, then the modes,
-# deepest first): the receiving end makes no link while data lands (`recv_script`).
-awk -F '\t' -v OFS='\t' '$2 == "l" { print "l", "-", $4, $5 }' "$W/send" > "$W/seal"
-awk -F '\t' -v OFS='\t' '$2 == "d" { print "d", $3, $4 }' "$W/send" | LC_ALL=C sort -t "$TAB" -k3,3r >> "$W/seal"
 echo "sending $FILES files ($(human "$TOTAL"))"
 awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
 if [ -s "$W/skel" ]; then
@@ -426,9 +432,7 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     remote 60 abort </dev/null >/dev/null 2>&1
     fail "sending failed: $why; the partial copy is removed"
 fi
-if [ -z "$GPUDASH_SEND_ONLY" ] && [ -s "$W/seal" ]; then
-    remote 600 seal < "$W/seal" 2> "$W/err" || fail "links and directory modes: $(said "$W/err")"
-fi
+[ -n "$GPUDASH_SEND_ONLY" ] || sealing
 t1=$(date +%s)
 el=$((t1 - t0)); [ $el -gt 0 ] || el=1
 printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"

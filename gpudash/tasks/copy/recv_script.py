@@ -221,6 +221,7 @@ parts)
 seal)
     flock 9 || exit 3
     : > "$J/sealed"
+    rm -f "$J/sealed.m"
     mkdir -p "$S" || exit 3
     SR=$(cd -P -- "$S" && pwd -P) || exit 3
     while IFS= read -r line; do
@@ -242,7 +243,16 @@ seal)
             ;;
         *) exit 3 ;;
         esac
+        # what the copy's manifest says of it now (`manifest`: PATH TYPE MODE SIZE SHA LINK)
+        if [ "$t" = l ]; then printf '%s\tl\t777\t0\t-\t%s\n' "$p" "$target"; else printf '%s\td\t%s\t0\t-\t\n' "$p" "$mode"; fi >> "$J/sealed.m"
     done
+    # A manifest taken before (every file was there: no data since) is brought up to date
+    # with what was made, so the verification needs no second pass over the tree.
+    if [ -f "$J/m.dst" ] && [ -f "$J/sealed.m" ]; then
+        awk -F '\t' 'FNR == NR { made[$1] = 1; print; next } !($1 in made)' "$J/sealed.m" "$J/m.dst" \
+            | LC_ALL=C sort > "$J/m.dst.new" && mv "$J/m.dst.new" "$J/m.dst"
+    fi
+    rm -f "$J/sealed.m"
     ;;
 ping)
     ;;
