@@ -129,6 +129,7 @@ done
 # Before the key exists: a partial copy an earlier run left keeps only directories and
 # single-named regular files (no link, hard link, device or fifo for a verb to meet).
 if [ -L "$S" ] || { [ -e "$S" ] && [ ! -d "$S" ]; }; then rm -f "$S"; fi
+[ -d "$S" ] || rm -f "$J/landed"
 if [ -d "$S" ]; then
     find "$S" -mindepth 1 \( -type l -o \( ! -type d ! -type f \) -o \( -type f -links +1 \) \) -delete 2>/dev/null
 fi
@@ -283,6 +284,15 @@ base=${base#base }
 case "$base" in none | partial | final) ;; *) fail "the destination answered no manifest" ;; esac
 [ -z "$GPUDASH_SEND_ONLY" ] || [ "$base" = none ] || exit 0
 started=$(date +%s)
+N=$GPUDASH_STREAMS
+CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
+# A big file's stamp (size.mtime): the destination records each byte range that landed with
+# it (`landed`), so a run after a cut sends only the ranges missing from a file the source
+# has not changed since. Paths on stdin, `STAMP TAB PATH` out, for files sent as ranges.
+stamps() {
+    [ "$N" -gt 1 ] || return 0
+    while IFS= read -r p; do printf '%s\t%s\n' "$(stat -c %s.%Y -- "$p")" "$p"; done
+}
 # The links and the directories' modes go last, by `seal` (links first, then the modes,
 # deepest first): the receiving end makes no link while data lands (`recv_script`).
 sealing() {
@@ -307,8 +317,18 @@ if [ "$base" != none ]; then
     # What differs: send the source's lines the destination lacks; prune what it has extra
     # (a directory kept when the source has one at that path: its mode is re-sent).
     LC_ALL=C comm -23 "$W/src.m" "$W/dst.l" > "$W/send.m"
-    LC_ALL=C comm -13 "$W/src.m" "$W/dst.l" | awk -F '\t' 'FNR == NR { t[$1] = $2; next }
-        $2 != "d" || t[$1] != "d" { print $1 }' "$W/src.m" - > "$W/prune"
+    # Big files with byte ranges already there (same stamp) are kept, not pruned: their
+    # missing ranges are sent below.
+    : > "$W/keep"
+    if [ "$base" = partial ]; then
+        remote 60 landed < /dev/null > "$W/landed" 2> /dev/null || : > "$W/landed"
+        awk -F '\t' -v c="$CHUNK" '$2 == "f" && $4 + 0 > c { print $1 }' "$W/send.m" | stamps > "$W/stamps"
+        awk -F '\t' 'FNR == NR { st[$2] = $1; next } ($4 in st) && st[$4] == $1 { print $4 }' \
+            "$W/stamps" "$W/landed" | LC_ALL=C sort -u > "$W/keep"
+    fi
+    LC_ALL=C comm -13 "$W/src.m" "$W/dst.l" | awk -F '\t' 'FILENAME == ARGV[1] { k[$1] = 1; next }
+        FILENAME == ARGV[2] { t[$1] = $2; next }
+        ($2 != "d" || t[$1] != "d") && !($1 in k) { print $1 }' "$W/keep" "$W/src.m" - > "$W/prune"
     if [ -s "$W/prune" ]; then
         remote 600 prune < "$W/prune" 2> "$W/err" || fail "prune: $(said "$W/err")"
     fi
@@ -335,10 +355,18 @@ FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
 # the second...), so with as many big files as streams each stream writes one file from start
 # to end: ranges of one file written by several streams at once contend for its inode's lock
 # on the destination (and scatter its blocks).
-N=$GPUDASH_STREAMS
-CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
+[ -f "$W/landed" ] || : > "$W/landed"
+awk -F '\t' -v c="$CHUNK" '$2 == "f" && $1 + 0 > c { print $4 }' "$W/send" | stamps > "$W/stamps"
 awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
-    -v n="$N" -v chunk="$CHUNK" -v dir="$W" '
+    -v n="$N" -v chunk="$CHUNK" -v dir="$W" -v stamps="$W/stamps" -v landed="$W/landed" '
+    BEGIN {
+        while ((getline x < stamps) > 0) { split(x, f, "\t"); st[substr(x, length(f[1]) + 2)] = f[1] }
+        while ((getline x < landed) > 0) {
+            split(x, f, "\t"); p = substr(x, length(f[1]) + length(f[2]) + length(f[3]) + 4)
+            done[f[1], f[2], p] = 1
+        }
+        skipped = 0
+    }
     function least(   w, b) { b = 0; for (w = 1; w < n; w++) if (load[w] < load[b]) b = w; return b }
     function flush(   k, b, w) {
         for (k = 1; k <= most; k++) for (b = 1; b <= nb; b++) if (k <= np[b]) {
@@ -349,8 +377,10 @@ awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr
     $2 == "f" && n > 1 && $1 + 0 > chunk {
         nb++; np[nb] = 0
         for (off = 0; off < $1 + 0; off += chunk) {
-            left = $1 - off; l = (left < chunk ? left : chunk); k = ++np[nb]; len[nb, k] = l
-            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s", off / 1048576, chunk / 1048576, l, $3, $4)
+            left = $1 - off; l = (left < chunk ? left : chunk)
+            if (($4 in st) && ((st[$4], sprintf("%d", off / 1048576), $4) in done)) { skipped += l; continue }
+            k = ++np[nb]; len[nb, k] = l
+            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s\t%s", off / 1048576, chunk / 1048576, l, $3, st[$4], $4)
         }
         if (np[nb] > most) most = np[nb]
         next
@@ -360,7 +390,12 @@ awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr
         w = least(); load[w] += $1 + 512
         print "./" $4 > (dir "/list." w)
     }
-    END { if (nb) flush() }'
+    END { if (nb) flush(); printf "%.0f\n", skipped > (dir "/skipped") }'
+SKIPPED=$(cat "$W/skipped" 2>/dev/null || echo 0)
+if [ "${SKIPPED:-0}" != 0 ]; then
+    TOTAL=$(awk -v t="$TOTAL" -v s="$SKIPPED" 'BEGIN { printf "%.0f", t - s }')
+    echo "$(human "$SKIPPED") of byte ranges already there (the files' size and mtime unchanged): not sent again"
+fi
 echo "sending $FILES files ($(human "$TOTAL"))"
 awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
 if [ -s "$W/skel" ]; then
@@ -382,9 +417,9 @@ stream() {
     fi
     [ -s "$W/parts.$w" ] || return 0
     k=0
-    while IFS="$TAB" read -r off count len mode path; do
+    while IFS="$TAB" read -r off count len mode stamp path; do
         k=$((k + 1))
-        printf '%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$path"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$stamp" "$path"
         dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k" \
             || { echo fail > "$W/failed.$w"; exit 1; }
     done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }

@@ -149,14 +149,17 @@ skeleton() {
         under "$p" make || return 3
     done
 }
-# Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE PATH`, then
-# exactly LEN bytes (dd's count_bytes reads no further), until the stream ends. Each range is
-# written through fd 5 once its real path, type and link count were checked.
+# Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE [STAMP] PATH`,
+# then exactly LEN bytes (dd's count_bytes reads no further), until the stream ends. Each
+# range is written through fd 5 once its real path, type and link count were checked, and
+# recorded in $J/landed with the source file's STAMP (a run after a cut sends only the rest).
 land() {
     while IFS= read -r hdr; do
         off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
-        mode=${rest%%"	"*}; p=${rest#*"	"}
+        mode=${rest%%"	"*}; p=${rest#*"	"}; stamp=
+        case "$p" in *"	"*) stamp=${p%%"	"*}; p=${p#*"	"} ;; esac
         case "$off$len$mode" in *[!0-9]* | "") return 3 ;; esac
+        case "$stamp" in *[!0-9.]*) return 3 ;; esac
         safe "$p" || return 3
         split "$p"
         under "$D" make || return 3
@@ -167,6 +170,7 @@ land() {
         dd bs=1M seek="$off" count="$len" iflag=fullblock,count_bytes status=none >&5 || return 4
         chmod "$mode" /proc/self/fd/5 || return 4
         exec 5>&-
+        [ -z "$stamp" ] || printf '%s\t%s\t%s\t%s\n' "$stamp" "$off" "$len" "$p" >> "$J/landed"
     done
 }
 set -f
@@ -254,6 +258,10 @@ seal)
     fi
     rm -f "$J/sealed.m"
     ;;
+landed)
+    reader
+    [ ! -d "$S" ] || cat "$J/landed" 2>/dev/null
+    ;;
 ping)
     ;;
 prepare)
@@ -268,13 +276,13 @@ verify)
         n=$(LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | wc -l)
         echo "verification failed on the destination: $n manifest lines differ, the first:"
         LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | cut -f 1-5 | head -n 10 | sed 's/^/  /'
-        rm -rf "$S"
+        rm -rf "$S" "$J/landed"
         : > "$J/aborted"
         exit 1
     fi
     if awk -F '\t' '$2 == "b" || $2 == "c" { found = 1 } END { exit !found }' "$J/m.dst"; then
         echo "verification refused: the copy holds a device file (a direct copy never makes one)"
-        rm -rf "$S"
+        rm -rf "$S" "$J/landed"
         : > "$J/aborted"
         exit 1
     fi
@@ -284,6 +292,7 @@ verify)
     else
         mv "$S" "$GPUDASH_TO" || exit 3
     fi
+    rm -f "$J/landed"
     : > "$J/finished"
     echo "in place: $GPUDASH_TO"
     ;;
@@ -291,7 +300,7 @@ done)
     : > "$J/finished"
     ;;
 abort)
-    rm -rf "$S"
+    rm -rf "$S" "$J/landed"
     : > "$J/aborted"
     ;;
 *)
