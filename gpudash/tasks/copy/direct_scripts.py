@@ -113,7 +113,7 @@ case "$J" in *[!A-Za-z0-9._/-]*) fail "the job directory $J has characters autho
 if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists and is not a directory"; fi
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
-rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err" "$J/sealed"
+rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/left" "$J/held" "$J/fwd.dead" "$J/fwd.err" "$J/sealed"
 # Before the key exists: what is left of an earlier run's receiving ends (a source cut off
 # whose sessions sshd has not dropped yet, or a child of one outliving it) ends with its
 # process group, or its writes would land in this run's partial copy after it was compared.
@@ -160,7 +160,7 @@ if [ ! -e "$J/hold-started" ]; then
 fi
 while ! flock -n "$J/held" true; do
     [ "$(date +%s)" -lt "$UNTIL" ] || break
-    [ -e "$J/finished" ] || [ -e "$J/aborted" ] && break
+    [ -e "$J/finished" ] || [ -e "$J/aborted" ] || [ -e "$J/left" ] && break
     sleep 0.2
 done
 sweep "$TAG"
@@ -413,7 +413,7 @@ stream() {
     w=$1
     if [ -s "$W/list.$w" ]; then
         tar -cf - --no-recursion --hard-dereference --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
-            2> "$W/dots.$w" | remote 0 recv $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+            2> "$W/dots.$w" | remote 0 recv $HOPS 2> "$W/err.$w" || { echo "$?" > "$W/failed.$w"; return 1; }
     fi
     [ -s "$W/parts.$w" ] || return 0
     k=0
@@ -422,7 +422,7 @@ stream() {
         printf '%s\t%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$stamp" "$path"
         dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k" \
             || { echo fail > "$W/failed.$w"; exit 1; }
-    done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+    done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo "$?" > "$W/failed.$w"; return 1; }
 }
 done_bytes() {
     d=$(cat "$W"/dots.* 2>/dev/null | wc -c)
@@ -461,7 +461,12 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     echo
     why=$(for f in "$W"/err.*; do [ -s "$f" ] && said "$f"; done | head -n 1)
     [ -z "$GPUDASH_SEND_ONLY" ] || fail "the chain broke ($why): each destination is checked and completed from this host"
-    if ! remote 20 ping </dev/null >/dev/null 2>&1 && ! kill -0 "$HOLD" 2>/dev/null; then
+    # A stream whose ssh failed (255: the connection, not the receiving end) or a host that
+    # no longer answers is a lost connection: the partial copy is kept for the next run (and
+    # the key removed now if the destination answers again; its job may be gone).
+    if grep -qx 255 "$W"/failed.* 2>/dev/null \
+        || { ! remote 20 ping </dev/null >/dev/null 2>&1 && ! kill -0 "$HOLD" 2>/dev/null; }; then
+        remote 20 leave </dev/null >/dev/null 2>&1
         fail "the connection to $GPUDASH_DEST was lost ($why): the partial copy is kept there; run the copy again to resume"
     fi
     remote 60 abort </dev/null >/dev/null 2>&1

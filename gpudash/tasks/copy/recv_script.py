@@ -91,7 +91,7 @@ if [ "$1" != "$GPUDASH_RUN" ]; then
     echo "gpudash: this key belongs to an earlier run of this copy" >&2
     exit 3
 fi
-if [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ]; then
+if [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ] || [ -e "$J/left" ]; then
     sweep "$TAG"
     echo "gpudash: this copy's key has expired" >&2
     exit 3
@@ -298,6 +298,11 @@ verify)
     ;;
 done)
     : > "$J/finished"
+    ;;
+# The source lost a stream and keeps the partial copy for its next run: the key goes now.
+leave)
+    sweep "$TAG"
+    : > "$J/left"
     ;;
 abort)
     rm -rf "$S" "$J/landed"
