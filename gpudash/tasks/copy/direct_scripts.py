@@ -363,7 +363,7 @@ awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr
         while ((getline x < stamps) > 0) { split(x, f, "\t"); st[substr(x, length(f[1]) + 2)] = f[1] }
         while ((getline x < landed) > 0) {
             split(x, f, "\t"); p = substr(x, length(f[1]) + length(f[2]) + length(f[3]) + 4)
-            done[f[1], f[2], p] = 1
+            done[f[1], f[2], p] = f[3]
         }
         skipped = 0
     }
@@ -378,9 +378,15 @@ awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr
         nb++; np[nb] = 0
         for (off = 0; off < $1 + 0; off += chunk) {
             left = $1 - off; l = (left < chunk ? left : chunk)
-            if (($4 in st) && ((st[$4], sprintf("%d", off / 1048576), $4) in done)) { skipped += l; continue }
-            k = ++np[nb]; len[nb, k] = l
-            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s\t%s", off / 1048576, chunk / 1048576, l, $3, st[$4], $4)
+            # the pieces of this range already there, from its start: only the rest is sent
+            c = 0
+            if ($4 in st) while (c < l && ((st[$4], sprintf("%d", (off + c) / 1048576), $4) in done))
+                c += done[st[$4], sprintf("%d", (off + c) / 1048576), $4]
+            if (c >= l) { skipped += l; continue }
+            skipped += c
+            k = ++np[nb]; len[nb, k] = l - c
+            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s\t%s", (off + c) / 1048576,
+                int((l - c + 1048575) / 1048576), l - c, $3, st[$4], $4)
         }
         if (np[nb] > most) most = np[nb]
         next

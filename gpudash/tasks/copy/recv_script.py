@@ -151,8 +151,10 @@ skeleton() {
 }
 # Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE [STAMP] PATH`,
 # then exactly LEN bytes (dd's count_bytes reads no further), until the stream ends. Each
-# range is written through fd 5 once its real path, type and link count were checked, and
-# recorded in $J/landed with the source file's STAMP (a run after a cut sends only the rest).
+# range is written through fd 5 (dd reopens that very file through /proc/self/fd/5: its seek
+# is then from the start) once its real path, type and link count were checked, and
+# recorded in $J/landed, piece by piece (`STAMP OFF_MIB LEN PATH`), with the source file's
+# STAMP: a run after a cut sends only the rest.
 land() {
     while IFS= read -r hdr; do
         off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
@@ -167,10 +169,19 @@ land() {
         exec 5<> "./$B" || return 3
         [ -f /proc/self/fd/5 ] && [ "$(readlink /proc/self/fd/5)" = "$SR/$p" ] \
             && [ "$(stat -L -c %h /proc/self/fd/5)" = 1 ] || return 3
-        dd bs=1M seek="$off" count="$len" iflag=fullblock,count_bytes status=none >&5 || return 4
+        # in pieces, each recorded once written: a cut loses at most one piece per stream
+        piece=1048576
+        [ "$len" -lt 67108864 ] || piece=16777216
+        at=0
+        while [ "$at" -lt "$len" ]; do
+            n=$(( len - at < piece ? len - at : piece ))
+            dd of=/proc/self/fd/5 conv=notrunc bs=1M seek=$(( off + at / 1048576 )) count="$n" \
+                iflag=fullblock,count_bytes status=none || return 4
+            [ -z "$stamp" ] || printf '%s\t%s\t%s\t%s\n' "$stamp" $(( off + at / 1048576 )) "$n" "$p" >> "$J/landed"
+            at=$(( at + n ))
+        done
         chmod "$mode" /proc/self/fd/5 || return 4
         exec 5>&-
-        [ -z "$stamp" ] || printf '%s\t%s\t%s\t%s\n' "$stamp" "$off" "$len" "$p" >> "$J/landed"
     done
 }
 set -f
