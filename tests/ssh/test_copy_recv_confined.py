@@ -247,6 +247,20 @@ def test_a_hard_link_to_a_file_of_the_copy_is_refused_too(dest: Dest):
     assert links_in(dest.partial) == []
 
 
+def test_no_setuid_program_comes_out_of_a_stream_or_a_range(dest: Dest):
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo("su")
+        info.mode, info.size = 0o4755, 3
+        tar.addfile(info, io.BytesIO(b"#!\n"))
+    dest.send("recv", out.getvalue())
+    ranged = b"0\t3\t4755\tsu2\n#!\n"
+    said = dest.send("parts", ranged)
+    assert (dest.partial / "su").stat().st_mode & 0o7777 == 0o755
+    assert not (dest.partial / "su2").exists() or not (dest.partial / "su2").stat().st_mode & 0o6000
+    assert said.returncode != 0
+
+
 # -- parts, mkdirs, prune: paths through planted links ------------------------------------
 
 

@@ -136,8 +136,10 @@ relay() {
     exit $rc
 }
 # No link can come out of a stream: every symlink and hard link target is emptied, which
-# the kernel refuses, so the member fails (and the stream with it).
-untar() { tar -xpf - --no-same-owner --transform='s,.*,,Rsh' -C "$SR"; }
+# the kernel refuses, so the member fails (and the stream with it). Modes are the archive's
+# (umask 0) less setuid, setgid and sticky (--no-same-permissions): as root, `-p` made a
+# setuid-root program of whatever the source sent.
+untar() { ( umask 0; tar -xf - --no-same-owner --no-same-permissions --transform='s,.*,,Rsh' -C "$SR" ); }
 # The tree's directories (one relative path a line), made before the streams start: tars
 # extracting side by side into a directory none of them has made yet race in GNU tar (the
 # loser's mkdir finds it made, and it reports "Cannot open: No such file or directory").
@@ -160,7 +162,8 @@ land() {
         off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
         mode=${rest%%"	"*}; p=${rest#*"	"}; stamp=
         case "$p" in *"	"*) stamp=${p%%"	"*}; p=${p#*"	"} ;; esac
-        case "$off$len$mode" in *[!0-9]* | "") return 3 ;; esac
+        case "$off$len" in *[!0-9]* | "") return 3 ;; esac
+        case "$mode" in [0-7][0-7][0-7]) ;; *) return 3 ;; esac  # no setuid, setgid, sticky
         case "$stamp" in *[!0-9.]*) return 3 ;; esac
         safe "$p" || return 3
         split "$p"
