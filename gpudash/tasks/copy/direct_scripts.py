@@ -120,12 +120,15 @@ rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/left" "$J/held" "$J/fwd.d
 # Each receiving end holds $J/data.lock open for its whole session (`recv_script`), so every
 # process with it open is one of them (its children inherit it).
 JP=$(cd -P "$J" && pwd -P) || fail "cannot enter the job directory $J"
-for fd in $(find /proc/[0-9]*/fd -lname "$JP/data.lock" 2>/dev/null); do
-    pid=${fd#/proc/}; pid=${pid%%/*}
-    pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
-    [ -n "$pg" ] && [ "$pg" != "$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)" ] || continue
-    kill -KILL "-$pg" 2>/dev/null
-done
+end_sessions() {
+    for fd in $(find /proc/[0-9]*/fd -lname "$JP/data.lock" 2>/dev/null); do
+        pid=${fd#/proc/}; pid=${pid%%/*}
+        pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
+        [ -n "$pg" ] && [ "$pg" != "$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)" ] || continue
+        kill -KILL "-$pg" 2>/dev/null
+    done
+}
+end_sessions
 # Before the key exists: a partial copy an earlier run left keeps only directories and
 # single-named regular files (no link, hard link, device or fifo for a verb to meet).
 if [ -L "$S" ] || { [ -e "$S" ] && [ ! -d "$S" ]; }; then rm -f "$S"; fi
@@ -138,10 +141,15 @@ sweep "" "$J"
 UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
 { echo "$UNTIL" > "$J/until"; } 2>/dev/null && [ -s "$J/until" ] \
     || fail "cannot write in $J on the destination (is its disk full?); no key was installed"
+# A cancel: no session of this run goes on (one that opens the lock after this sees
+# `aborted` and is refused; one that had it open is killed), then the key and the partial
+# copy go (a session already in made the partial directory again after its removal).
 stop() {
+    : > "$J/aborted"
+    end_sessions
     sweep "$TAG"
     rm -f "$J/files/id"
-    rm -rf "$S"
+    rm -rf "$S" "$J/landed"
     echo "gpudash: stopped: the copy's key is removed from $AK, the partial copy too"
     exit 143
 }
