@@ -21,6 +21,12 @@ from typing import Any
 
 from gpudash.cli.errors import ExitCode, UsageError
 from gpudash.probe import TOOL_KINDS
+from gpudash.text import clean_line
+
+READ_LIMIT = 16 * 1024 * 1024
+"""The most of a file or stdin `parse` reads: a tool's output is kilobytes (an 8-GPU
+`nvidia-smi` with processes ~20 KB); `/dev/zero` or an endless pipe would otherwise be read
+until memory ran out (a MemoryError traceback, issue 32)."""
 
 _QUERY_FIELD = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?: \[[^\]]{1,16}\])?")
 """A `--query-gpu` column as nvidia-smi heads it ("memory.total [MiB]"): a CSV whose header
@@ -55,13 +61,7 @@ def parse_command(args: argparse.Namespace) -> ExitCode:
     from gpudash.probe.p2p import looks_like_p2p
     from gpudash.probe.tools import parse_tool
 
-    if args.file == "-":
-        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    else:
-        try:
-            text = Path(args.file).read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            raise UsageError(f"{args.file}: {exc.strerror or exc}") from None
+    text = _read(args.file)
     fields = [f.strip() for f in args.fields.split(",")] if args.fields else None
     data = parse_tool(args.kind, text, fields)
     missing, found = _FOUND[args.kind]
@@ -78,10 +78,32 @@ def parse_command(args: argparse.Namespace) -> ExitCode:
         print(f"gpudash: {where}: {missing}", file=sys.stderr)
         return ExitCode.FAILED
     if args.text:
-        sys.stdout.write("".join(f"{line}\n" for line in summary_lines(args.kind, data)))
+        # the values are the file's text: cleaned like every other path to a terminal
+        lines = summary_lines(args.kind, data)
+        sys.stdout.write("".join(f"{clean_line(line)}\n" for line in lines))
     else:
         print(json.dumps(envelope({"kind": args.kind, **data}), indent=2))
     return ExitCode.OK
+
+
+def _read(file: str) -> str:
+    """The text of FILE (or stdin for `-`), at most READ_LIMIT bytes; UsageError beyond, or
+    when it cannot be read (a directory, no permission)."""
+    where = "stdin" if file == "-" else file
+    try:
+        if file == "-":
+            data = sys.stdin.buffer.read(READ_LIMIT + 1)
+        else:
+            with Path(file).open("rb") as f:
+                data = f.read(READ_LIMIT + 1)
+    except OSError as exc:
+        raise UsageError(f"{file}: {exc.strerror or exc}") from None
+    if len(data) > READ_LIMIT:
+        raise UsageError(
+            f"{where}: more than {READ_LIMIT // (1024 * 1024)} MiB: not one tool's output"
+            " (a device or an endless stream?)"
+        )
+    return data.decode("utf-8", errors="replace")
 
 
 def summary_lines(kind: str, data: dict[str, Any]) -> list[str]:

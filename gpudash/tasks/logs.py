@@ -22,6 +22,11 @@ PARTIAL_CHARS = 4096
 """How much of an unfinished line `partial` shows: its head. Rebuilding (and cleaning and
 masking) the whole unfinished line on every chunk made a 32 MB line without a newline
 quadratic (28 s; issue 20); the head of a line that long is shown once and kept."""
+LINE_CHARS = 65536
+"""How much of one line is kept: the rest is counted, not stored. A task printing 4 MB of
+NUL bytes without a newline took gpudash to 337 MB (each cleaned `^@` its own string;
+issue 32); a log line past 64 Ki characters is not read by anyone, and an endless one must
+not grow gpudash."""
 
 
 class Masker:
@@ -34,6 +39,12 @@ class Masker:
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         return TOKEN.sub("hf_" + MASK, text)
+
+    @property
+    def reach(self) -> int:
+        """Characters past a cut that a secret or token starting before it may span: a line
+        is masked with this much beyond its cut, so no secret is shown half."""
+        return max((len(s) for s in self._secrets), default=0) + 64
 
 
 class LineAssembler:
@@ -50,28 +61,37 @@ class LineAssembler:
         self._head: str | None = None  # `partial` of a line past PARTIAL_CHARS, made once
         self._cr = False
         self._mask = mask or Masker()
+        self._keep = LINE_CHARS + self._mask.reach
+        self._dropped = 0  # characters of this line past `_keep`, counted only
 
     def feed(self, data: bytes, *, final: bool = False) -> list[str]:
         """The lines this chunk finished, cleaned and masked as one block: a busy task sends
         chunks of thousands of lines, and three regex passes per line stalled the app."""
         segments = self._decoder.decode(data, final).split("\n")
         finished: list[str] = []
+        long: dict[int, int] = {}  # index in finished -> characters the line had
         for i, segment in enumerate(segments):
             if i:
-                finished.append("".join(self._line))
-                self._restart()
-                self._cr = False
+                self._finish(finished, long)
             if "\r" in segment or self._cr:
                 self._overwrite(segment)
             elif segment:
                 self._add(segment)
         if final and self._line:
-            finished.append("".join(self._line))
-            self._restart()
-            self._cr = False
+            self._finish(finished, long)
         if not finished:
             return []
-        return self._mask(clean("\n".join(finished))).split("\n")
+        lines = self._mask(clean("\n".join(finished))).split("\n")
+        for at, size in long.items():
+            lines[at] = f"{lines[at][:LINE_CHARS]} … ({size - LINE_CHARS} more characters)"
+        return lines
+
+    def _finish(self, finished: list[str], long: dict[int, int]) -> None:
+        if self._len + self._dropped > LINE_CHARS:
+            long[len(finished)] = self._len + self._dropped
+        finished.append("".join(self._line))
+        self._restart()
+        self._cr = False
 
     def _overwrite(self, segment: str) -> None:
         """Apply a piece of one line in which `\r` (here or pending from the last chunk)
@@ -86,9 +106,15 @@ class LineAssembler:
                 self._add(piece)
 
     def _restart(self) -> None:
-        self._line, self._len, self._head = [], 0, None
+        self._line, self._len, self._head, self._dropped = [], 0, None, 0
 
     def _add(self, piece: str) -> None:
+        room = self._keep - self._len
+        if len(piece) > room:
+            self._dropped += len(piece) - max(room, 0)
+            piece = piece[: max(room, 0)]
+            if not piece:
+                return
         self._line.append(piece)
         self._len += len(piece)
 

@@ -12,11 +12,15 @@ import sys
 from pathlib import Path
 
 _WRAPPER = (
-    "import atexit, runpy, sys; out = sys.argv.pop(1);"
-    "atexit.register(lambda: open(out, 'w').write(next("
+    "import atexit, os, runpy, sys; out = sys.argv.pop(1); done = [];"
+    "peak = lambda: done or done.append(open(out, 'w').write(next("
     "l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:'))));"
+    "atexit.register(peak); exit_now = os._exit;"
+    "os._exit = lambda code: (peak(), exit_now(code));"
     "sys.argv[0] = 'gpudash'; runpy.run_module('gpudash', run_name='__main__')"
 )
+"""`gpudash.cli.main.entry` ends with `os._exit` (no interpreter teardown, so no atexit): the
+wrapper writes the peak there too; before, every such run wrote nothing and read as 0 KiB."""
 
 
 def gpudash_argv(rss_file: Path, *args: str) -> list[str]:

@@ -25,7 +25,8 @@ from collections.abc import AsyncIterator
 from gpudash.tasks import events as ev
 from gpudash.tasks import jobs, render
 from gpudash.tasks.copy import direct_scripts as ds
-from gpudash.tasks.copy.params import CopyParams
+from gpudash.tasks.copy import recv_script
+from gpudash.tasks.copy.params import CopyParams, dial
 from gpudash.tasks.follow import JobFollower
 from gpudash.tasks.logs import LineAssembler, Masker, TaskLog
 from gpudash.tasks.prepare import Prepared
@@ -130,7 +131,7 @@ class DirectCopy:
             ds.DEST_JOB,
             paths=["GPUDASH_TO"],
         )
-        recv = render.exports(common) + render.home_expansion(["GPUDASH_TO"]) + ds.RECV
+        recv = render.exports(common) + render.home_expansion(["GPUDASH_TO"]) + recv_script.RECV
         return job, recv
 
     def _source_script(self, user: str, address: str, port: int, from_addr: str) -> str:
@@ -180,8 +181,7 @@ class DirectCopy:
             await self.dest.connect()
             await self.source.connect()
             known = host_key_line(self.dest)
-            address = dest_host.address
-            port = dest_host.port or 22
+            address, port = dial(self.p.dest_address, dest_host.address, dest_host.port or 22)
             configured = str(getattr(getattr(self.source, "host", None), "address", ""))
             from_addr = self.p.source_address or await source_address(
                 self.source, address, configured

@@ -2,6 +2,7 @@
 
     destination job (task name, e.g. `copy`)   installs the one-use key, waits, removes it
     receiving end (`files/recv.sh` there)      what the key may run: the forced command
+                                               (`recv_script`: confined to the partial copy)
     source job (`copy-to-DEST`)                sends the bytes over its own ssh, verifies
 
 Every value arrives as an `export K=<shlex.quote(v)>` line above these bodies
@@ -63,35 +64,46 @@ manifest() {
 }
 """
 
-# Lines of authorized_keys this copy added, and any gpudash copy line past its expiry, out.
-# The file is rewritten in place (cat >) so its owner, mode and inode stay the user's.
+# `sweep TAG [JOB]`: the lines of authorized_keys with this copy's TAG, every gpudash copy
+# line past its expiry, and with JOB every line whose forced command is that job dir's (an
+# earlier run of it that could not remove its own: its destination job killed), out. The
+# file is rewritten in place, never truncated first: the lines kept are written over the
+# start of it (blocks it already has, so a full disk cannot stop it: a copy of the file in a
+# temporary one could not be written there, and the key stayed), then it is cut to their
+# length. Its owner, mode and inode stay the user's; cut short between the two steps, it
+# holds every kept line followed by a stale tail, never less than the user's keys.
 SWEEP_FN = r"""
 AK="$HOME/.ssh/authorized_keys"
 sweep() {
     [ -f "$AK" ] || return 0
     ( flock 8
-      awk -v tag="$1" -v now="$(date +%s)" '{
-          for (i = 1; i <= NF; i++) if ($i ~ /^gpudash-copy-[0-9A-Za-z-]+-until-[0-9]+$/) {
-              u = $i; sub(/.*-until-/, "", u)
-              if ((tag != "" && index($i, tag "-until-") == 1) || u + 0 <= now) next
-          }
-          print }' "$AK" > "$AK.gpudash-tmp" && cat "$AK.gpudash-tmp" > "$AK"
-      rm -f "$AK.gpudash-tmp" ) 8>> "$HOME/.ssh/.gpudash-copy.lock"
+      keep=$(awk -v tag="$1" -v job="${2:-}" -v now="$(date +%s)" '
+          job != "" && index($0, "command=\"/bin/sh " job "/files/recv.sh") { next }
+          { for (i = 1; i <= NF; i++) if ($i ~ /^gpudash-copy-[0-9A-Za-z-]+-until-[0-9]+$/) {
+                u = $i; sub(/.*-until-/, "", u)
+                if ((tag != "" && index($i, tag "-until-") == 1) || u + 0 <= now) next
+            }
+            print }' "$AK" && echo .) || exit 1
+      keep=${keep%.}
+      n=$(printf '%s' "$keep" | wc -c)
+      [ "$n" -lt "$(wc -c < "$AK")" ] || exit 0
+      printf '%s' "$keep" | dd of="$AK" conv=notrunc status=none && truncate -s "$n" "$AK"
+    ) 8>> "$HOME/.ssh/.gpudash-copy.lock"
 }
 """
 
-_DEST_COMMON = r"""
+DEST_COMMON = r"""
 S="$GPUDASH_TO.gpudash-partial"
 TAG="gpudash-copy-$GPUDASH_RUN"
 """
 
 # The destination job. It prints `gpudash-copy ready USER` once the key is in place.
 DEST_JOB = (
-    _DEST_COMMON
+    DEST_COMMON
     + SWEEP_FN
     + r"""
 fail() { echo "gpudash: $*"; exit 3; }
-for tool in tar sha256sum find sort comm awk flock dd; do
+for tool in tar sha256sum find sort comm awk flock dd stat readlink truncate; do
     command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the destination host"
 done
 tar --version 2>/dev/null | grep -q 'GNU tar' \
@@ -101,21 +113,49 @@ case "$J" in *[!A-Za-z0-9._/-]*) fail "the job directory $J has characters autho
 if [ -e "$GPUDASH_TO" ] && [ ! -d "$GPUDASH_TO" ]; then fail "$GPUDASH_TO exists and is not a directory"; fi
 mkdir -p "$(dirname "$GPUDASH_TO")" || fail "cannot create the parent of $GPUDASH_TO"
 mkdir -p -m 700 "$HOME/.ssh" || fail "cannot create $HOME/.ssh"
-rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/held" "$J/fwd.dead" "$J/fwd.err"
+rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/left" "$J/held" "$J/fwd.dead" "$J/fwd.err" "$J/sealed"
+# Before the key exists: what is left of an earlier run's receiving ends (a source cut off
+# whose sessions sshd has not dropped yet, or a child of one outliving it) ends with its
+# process group, or its writes would land in this run's partial copy after it was compared.
+# Each receiving end holds $J/data.lock open for its whole session (`recv_script`), so every
+# process with it open is one of them (its children inherit it).
+JP=$(cd -P "$J" && pwd -P) || fail "cannot enter the job directory $J"
+end_sessions() {
+    for fd in $(find /proc/[0-9]*/fd -lname "$JP/data.lock" 2>/dev/null); do
+        pid=${fd#/proc/}; pid=${pid%%/*}
+        pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
+        [ -n "$pg" ] && [ "$pg" != "$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)" ] || continue
+        kill -KILL "-$pg" 2>/dev/null
+    done
+}
+end_sessions
+# Before the key exists: a partial copy an earlier run left keeps only directories and
+# single-named regular files (no link, hard link, device or fifo for a verb to meet).
+if [ -L "$S" ] || { [ -e "$S" ] && [ ! -d "$S" ]; }; then rm -f "$S"; fi
+[ -d "$S" ] || rm -f "$J/landed"
+if [ -d "$S" ]; then
+    find "$S" -mindepth 1 \( -type l -o \( ! -type d ! -type f \) -o \( -type f -links +1 \) \) -delete 2>/dev/null
+fi
 : > "$J/held"
-sweep ""
+sweep "" "$J"
 UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
-echo "$UNTIL" > "$J/until"
+{ echo "$UNTIL" > "$J/until"; } 2>/dev/null && [ -s "$J/until" ] \
+    || fail "cannot write in $J on the destination (is its disk full?); no key was installed"
+# A cancel: no session of this run goes on (one that opens the lock after this sees
+# `aborted` and is refused; one that had it open is killed), then the key and the partial
+# copy go (a session already in made the partial directory again after its removal).
 stop() {
+    : > "$J/aborted"
+    end_sessions
     sweep "$TAG"
     rm -f "$J/files/id"
-    rm -rf "$S"
+    rm -rf "$S" "$J/landed"
     echo "gpudash: stopped: the copy's key is removed from $AK, the partial copy too"
     exit 143
 }
 trap stop TERM INT HUP
 [ -e "$AK" ] || { : > "$AK" && chmod 600 "$AK"; } || fail "cannot create $AK"
-LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh\" $GPUDASH_PUB $TAG-until-$UNTIL"
+LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh $GPUDASH_RUN\" $GPUDASH_PUB $TAG-until-$UNTIL"
 ( flock 8; printf '%s\n' "$LINE" >> "$AK" ) 8>> "$HOME/.ssh/.gpudash-copy.lock" \
     || fail "cannot write $AK"
 echo "gpudash-copy ready $(id -un)"
@@ -128,7 +168,7 @@ if [ ! -e "$J/hold-started" ]; then
 fi
 while ! flock -n "$J/held" true; do
     [ "$(date +%s)" -lt "$UNTIL" ] || break
-    [ -e "$J/finished" ] || [ -e "$J/aborted" ] && break
+    [ -e "$J/finished" ] || [ -e "$J/aborted" ] || [ -e "$J/left" ] && break
     sleep 0.2
 done
 sweep "$TAG"
@@ -144,173 +184,6 @@ fi
 echo "gpudash: the source went away before the end; the key is removed, the partial copy" \
     "$S is kept: run the copy again to resume"
 exit 1
-"""
-)
-
-# The receiving end: the forced command of the one-use key. Its verbs touch only this copy's
-# partial directory and destination; a path from the source is refused if absolute or if it
-# climbs (`..`). `hold` keeps the source's presence visible to the destination job: it ends
-# when the session does, or when no heartbeat byte came for 15 s.
-RECV = (
-    _DEST_COMMON
-    + SWEEP_FN
-    + MANIFEST_FN
-    + r"""
-J=$(cd "$(dirname "$0")/.." && pwd) || exit 3
-U=$(cat "$J/until" 2>/dev/null)
-if [ -z "$U" ] || [ "$(date +%s)" -ge "$U" ] || [ -e "$J/finished" ] || [ -e "$J/aborted" ]; then
-    sweep "$TAG"
-    echo "gpudash: this copy's key has expired" >&2
-    exit 3
-fi
-safe() {
-    case "/$1/" in *"/../"* | *"/./"* | "//"*) return 1 ;; esac
-    [ -n "$1" ]
-}
-# A fan-out's next hops: `VERB ALIAS ADDR PORT USER [ALIAS ADDR PORT USER ...]`, run on the
-# first with the rest, under this copy's key and the host keys gpudash verified (files/).
-# A hop that failed once (unreachable, silent 15 s, its end failed) is marked dead
-# (`fwd.dead`) and not tried again by this copy's later sessions: this host ends the chain,
-# so a lost hop costs one timeout, not one per stream and byte range; the hosts after it are
-# completed from the source by their own runs.
-fwd() {
-    verb=$1
-    shift
-    [ $# -ge 4 ] && [ $(( $# % 4 )) -eq 0 ] || return 3
-    case "$*" in *[!A-Za-z0-9._:@\ -]*) return 3 ;; esac
-    case "$1" in gpudash-copy-d[0-9]*) ;; *) return 3 ;; esac
-    a=$1 addr=$2 port=$3 user=$4
-    shift 4
-    ssh -i "$J/files/id" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
-        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$J/files/known_hosts" \
-        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="$a" \
-        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=10 -o LogLevel=ERROR \
-        -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
-        -p "$port" -l "$user" "$addr" "$verb" "$@" || { : > "$J/fwd.dead"; return 1; }
-}
-# VERB's stream from stdin into HANDLER; on a fan-out hop (next hops in "$@") the stream goes
-# on to the next host as it arrives (tee -p keeps feeding the one output that still reads
-# when the other fails), and this end waits for the next.
-relay() {
-    verb=$1 handler=$2
-    shift 2
-    mkdir -p "$S" || exit 3
-    [ ! -e "$J/fwd.dead" ] || set --
-    [ $# -gt 0 ] || { $handler; exit $?; }
-    f="$J/fwd.$$"
-    rm -f "$f" && mkfifo "$f" || exit 3
-    fwd "$verb" "$@" < "$f" > /dev/null 2>> "$J/fwd.err" &
-    tee -p "$f" 2>/dev/null | $handler
-    rc=$?
-    wait
-    rm -f "$f"
-    exit $rc
-}
-untar() { tar -xpf - --no-same-owner -C "$S"; }
-# The tree's directories (one relative path a line), made before the streams start: tars
-# extracting side by side into a directory none of them has made yet race in GNU tar (the
-# loser's mkdir finds it made, and it reports "Cannot open: No such file or directory").
-# Made without their modes: those come with the directories' tar at the end (a read-only
-# directory must stay writable until its files are in).
-skeleton() {
-    while IFS= read -r p; do
-        safe "$p" || return 3
-        mkdir -p "$S/$p" || return 4
-    done
-}
-# Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE PATH`, then
-# exactly LEN bytes (dd's count_bytes reads no further), until the stream ends.
-land() {
-    while IFS= read -r hdr; do
-        off=${hdr%%"	"*}; rest=${hdr#*"	"}; len=${rest%%"	"*}; rest=${rest#*"	"}
-        mode=${rest%%"	"*}; p=${rest#*"	"}
-        case "$off$len$mode" in *[!0-9]* | "") return 3 ;; esac
-        safe "$p" || return 3
-        mkdir -p "$(dirname "$S/$p")" && : >> "$S/$p" || return 3
-        dd of="$S/$p" bs=1M seek="$off" count="$len" iflag=fullblock,count_bytes conv=notrunc status=none || return 4
-        chmod "$mode" "$S/$p" || return 4
-    done
-}
-set -f
-set -- $SSH_ORIGINAL_COMMAND
-case "$1" in
-hold)
-    exec 7>> "$J/held"
-    flock 7
-    : > "$J/hold-started"
-    while [ "$(timeout 15 head -c 1 | wc -c)" -eq 1 ] 2>/dev/null; do :; done
-    ;;
-manifest)
-    if [ -d "$S" ]; then
-        manifest "$S" "$J/m.dst" || exit 4
-        echo "base partial"
-    elif [ -d "$GPUDASH_TO" ]; then
-        manifest "$GPUDASH_TO" "$J/m.dst" || exit 4
-        echo "base final"
-    else
-        : > "$J/m.dst"
-        echo "base none"
-    fi
-    cat "$J/m.dst"
-    ;;
-prune)
-    [ -d "$S" ] || exit 0
-    while IFS= read -r p; do
-        safe "$p" && rm -rf "$S/$p"
-    done
-    ;;
-base)
-    if [ -d "$S" ]; then echo partial; elif [ -d "$GPUDASH_TO" ]; then echo final; else echo none; fi
-    ;;
-mkdirs)
-    shift
-    relay mkdirs skeleton "$@"
-    ;;
-recv)
-    shift
-    relay recv untar "$@"
-    ;;
-parts)
-    shift
-    relay parts land "$@"
-    ;;
-ping)
-    ;;
-prepare)
-    mkdir -p "$S" || exit 3
-    manifest "$S" "$J/m.dst" || exit 4
-    ;;
-verify)
-    cat > "$J/m.src" || exit 3
-    if ! cmp -s "$J/m.src" "$J/m.dst"; then
-        n=$(LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | wc -l)
-        echo "verification failed on the destination: $n manifest lines differ, the first:"
-        LC_ALL=C comm -3 "$J/m.src" "$J/m.dst" | cut -f 1-5 | head -n 10 | sed 's/^/  /'
-        rm -rf "$S"
-        : > "$J/aborted"
-        exit 1
-    fi
-    if [ -e "$GPUDASH_TO" ]; then
-        [ "$GPUDASH_REPLACE" = 1 ] || { echo "$GPUDASH_TO appeared meanwhile: not replaced"; exit 3; }
-        mv "$GPUDASH_TO" "$S.old" && mv "$S" "$GPUDASH_TO" && rm -rf "$S.old" || exit 3
-    else
-        mv "$S" "$GPUDASH_TO" || exit 3
-    fi
-    : > "$J/finished"
-    echo "in place: $GPUDASH_TO"
-    ;;
-done)
-    : > "$J/finished"
-    ;;
-abort)
-    rm -rf "$S"
-    : > "$J/aborted"
-    ;;
-*)
-    echo "gpudash: not a copy command" >&2
-    exit 2
-    ;;
-esac
 """
 )
 
@@ -366,7 +239,7 @@ said() {
     elif grep -q 'Permission denied' "$1" 2>/dev/null; then
         echo "the destination refused the copy's key (its sshd does not read ~/.ssh/authorized_keys, or the source's address is not $GPUDASH_FROM_ADDR)"
     else
-        tail -n 1 "$1" 2>/dev/null
+        tail -n 1 "$1" 2>/dev/null | tr -d '\r'
     fi
 }
 human() { awk -v n="$1" 'BEGIN { split("B KiB MiB GiB TiB", u, " "); i = 1
@@ -381,6 +254,8 @@ cd "$GPUDASH_PATH" || fail "cannot enter $GPUDASH_PATH on the source host"
 NL=$(printf '\nx'); NL=${NL%x}; TAB=$(printf '\t'); RET=$(printf '\r')
 bad=$(find . -mindepth 1 \( -name "*$NL*" -o -name "*$TAB*" -o -name "*$RET*" -o -name '*\\*' \) -print 2>/dev/null | head -n 1)
 [ -z "$bad" ] || fail "a name with a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
+bad=$(find . -mindepth 1 -type l \( -lname "*$NL*" -o -lname "*$TAB*" -o -lname "*$RET*" -o -lname '*\\*' \) -print 2>/dev/null | head -n 1)
+[ -z "$bad" ] || fail "a link whose target has a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
 rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
 if [ -n "$GPUDASH_SEND_ONLY" ]; then
     echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
@@ -394,19 +269,46 @@ if [ -z "$GPUDASH_HELD" ]; then
     remote 0 hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
     HOLD=$!
     exec 8> "$W/hold"
-    # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once
-    ( exec 8>&-; while sleep 2 </dev/null >/dev/null 2>&1; do printf . || exit 0; done ) >&8 2>/dev/null &
+    # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once,
+    # and takes its sleep with it (a `sleep 2` outlived the job by up to 2 s)
+    ( exec 8>&-; trap 'kill "$s" 2>/dev/null; exit 0' TERM
+      while :; do
+          sleep 2 </dev/null >/dev/null 2>&1 & s=$!
+          wait "$s" && printf . || exit 0
+      done ) >&8 2>/dev/null &
     BEAT=$!
 fi
 
-remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err" \
-    || fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
+if ! remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err"; then
+    if grep -q 'ssh: connect to host\|Could not resolve hostname\|Connection timed out\|No route to host\|Network is unreachable\|Connection refused' "$W/err" 2>/dev/null; then
+        fail "this host cannot reach $GPUDASH_DEST at $GPUDASH_ADDR port $GPUDASH_PORT ($(said "$W/err")):" \
+            "set params.dest_address to what this host can dial (HOST or HOST:PORT), or via = \"gpudash\" to copy through gpudash"
+    fi
+    fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
+fi
 base=$(head -n 1 "$W/dst.m")
 tail -n +2 "$W/dst.m" > "$W/dst.l"
 base=${base#base }
 case "$base" in none | partial | final) ;; *) fail "the destination answered no manifest" ;; esac
 [ -z "$GPUDASH_SEND_ONLY" ] || [ "$base" = none ] || exit 0
 started=$(date +%s)
+N=$GPUDASH_STREAMS
+CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
+# A big file's stamp (size.mtime): the destination records each byte range that landed with
+# it (`landed`), so a run after a cut sends only the ranges missing from a file the source
+# has not changed since. Paths on stdin, `STAMP TAB PATH` out, for files sent as ranges.
+stamps() {
+    [ "$N" -gt 1 ] || return 0
+    while IFS= read -r p; do printf '%s\t%s\n' "$(stat -c %s.%Y -- "$p")" "$p"; done
+}
+# The links and the directories' modes go last, by `seal` (links first, then the modes,
+# deepest first): the receiving end makes no link while data lands (`recv_script`).
+sealing() {
+    awk -F '\t' -v OFS='\t' '$2 == "l" { print "l", "-", $4, $5 }' "$W/send" > "$W/seal"
+    awk -F '\t' -v OFS='\t' '$2 == "d" { print "d", $3, $4 }' "$W/send" | LC_ALL=C sort -t "$TAB" -k3,3r >> "$W/seal"
+    [ -s "$W/seal" ] || return 0
+    remote 600 seal < "$W/seal" 2> "$W/err" || fail "links and directory modes: $(said "$W/err")"
+}
 if [ "$base" != none ]; then
     echo "the destination has a $base copy: hashing here to compare (size + sha256)"
     src_manifest || fail "cannot list or hash $GPUDASH_PATH"
@@ -423,15 +325,27 @@ if [ "$base" != none ]; then
     # What differs: send the source's lines the destination lacks; prune what it has extra
     # (a directory kept when the source has one at that path: its mode is re-sent).
     LC_ALL=C comm -23 "$W/src.m" "$W/dst.l" > "$W/send.m"
-    LC_ALL=C comm -13 "$W/src.m" "$W/dst.l" | awk -F '\t' 'FNR == NR { t[$1] = $2; next }
-        $2 != "d" || t[$1] != "d" { print $1 }' "$W/src.m" - > "$W/prune"
+    # Big files with byte ranges already there (same stamp) are kept, not pruned: their
+    # missing ranges are sent below.
+    : > "$W/keep"
+    if [ "$base" = partial ]; then
+        remote 60 landed < /dev/null > "$W/landed" 2> /dev/null || : > "$W/landed"
+        awk -F '\t' -v c="$CHUNK" '$2 == "f" && $4 + 0 > c { print $1 }' "$W/send.m" | stamps > "$W/stamps"
+        awk -F '\t' 'FNR == NR { st[$2] = $1; next } ($4 in st) && st[$4] == $1 { print $4 }' \
+            "$W/stamps" "$W/landed" | LC_ALL=C sort -u > "$W/keep"
+    fi
+    LC_ALL=C comm -13 "$W/src.m" "$W/dst.l" | awk -F '\t' 'FILENAME == ARGV[1] { k[$1] = 1; next }
+        FILENAME == ARGV[2] { t[$1] = $2; next }
+        ($2 != "d" || t[$1] != "d") && !($1 in k) { print $1 }' "$W/keep" "$W/src.m" - > "$W/prune"
     if [ -s "$W/prune" ]; then
         remote 600 prune < "$W/prune" 2> "$W/err" || fail "prune: $(said "$W/err")"
     fi
-    awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1 }' "$W/send.m" > "$W/send"
-    if [ "$base" = partial ] && [ ! -s "$W/send" ] && [ ! -s "$W/prune" ]; then
+    awk -F '\t' -v OFS='\t' '{ print $4, $2, $3, $1, $6 }' "$W/send.m" > "$W/send"
+    if [ "$base" = partial ] && [ ! -s "$W/prune" ] \
+        && ! awk -F '\t' '$2 != "d" && $2 != "l" { x = 1 } END { exit !x }' "$W/send"; then
         echo "every file is there; verifying"
         t1=$(date +%s); el=0
+        sealing
         verified
         exit 0
     fi
@@ -439,7 +353,7 @@ if [ "$base" != none ]; then
     echo "resuming: $have files already there; $(awk -F '\t' '$2 == "f"' "$W/send" | wc -l) to send"
 else
     find . -mindepth 1 \( -type d -printf '0\td\t%m\t%P\n' \) -o \( -type f -printf '%s\tf\t%m\t%P\n' \) \
-        -o -printf '0\t%y\t%m\t%P\n' > "$W/send" || fail "cannot list $GPUDASH_PATH"
+        -o \( -type l -printf '0\tl\t%m\t%P\t%l\n' \) -o -printf '0\t%y\t%m\t%P\n' > "$W/send" || fail "cannot list $GPUDASH_PATH"
 fi
 TOTAL=$(awk -F '\t' '{ s += $1 } END { printf "%.0f", s }' "$W/send")
 FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
@@ -449,10 +363,18 @@ FILES=$(awk -F '\t' '$2 == "f"' "$W/send" | wc -l)
 # the second...), so with as many big files as streams each stream writes one file from start
 # to end: ranges of one file written by several streams at once contend for its inode's lock
 # on the destination (and scatter its blocks).
-N=$GPUDASH_STREAMS
-CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
-awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
-    -v n="$N" -v chunk="$CHUNK" -v dir="$W" '
+[ -f "$W/landed" ] || : > "$W/landed"
+awk -F '\t' -v c="$CHUNK" '$2 == "f" && $1 + 0 > c { print $4 }' "$W/send" | stamps > "$W/stamps"
+awk -F '\t' '$2 != "d" && $2 != "l"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t' \
+    -v n="$N" -v chunk="$CHUNK" -v dir="$W" -v stamps="$W/stamps" -v landed="$W/landed" '
+    BEGIN {
+        while ((getline x < stamps) > 0) { split(x, f, "\t"); st[substr(x, length(f[1]) + 2)] = f[1] }
+        while ((getline x < landed) > 0) {
+            split(x, f, "\t"); p = substr(x, length(f[1]) + length(f[2]) + length(f[3]) + 4)
+            done[f[1], f[2], p] = f[3]
+        }
+        skipped = 0
+    }
     function least(   w, b) { b = 0; for (w = 1; w < n; w++) if (load[w] < load[b]) b = w; return b }
     function flush(   k, b, w) {
         for (k = 1; k <= most; k++) for (b = 1; b <= nb; b++) if (k <= np[b]) {
@@ -463,8 +385,16 @@ awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t
     $2 == "f" && n > 1 && $1 + 0 > chunk {
         nb++; np[nb] = 0
         for (off = 0; off < $1 + 0; off += chunk) {
-            left = $1 - off; l = (left < chunk ? left : chunk); k = ++np[nb]; len[nb, k] = l
-            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s", off / 1048576, chunk / 1048576, l, $3, $4)
+            left = $1 - off; l = (left < chunk ? left : chunk)
+            # the pieces of this range already there, from its start: only the rest is sent
+            c = 0
+            if ($4 in st) while (c < l && ((st[$4], sprintf("%d", (off + c) / 1048576), $4) in done))
+                c += done[st[$4], sprintf("%d", (off + c) / 1048576), $4]
+            if (c >= l) { skipped += l; continue }
+            skipped += c
+            k = ++np[nb]; len[nb, k] = l - c
+            line[nb, k] = sprintf("%d\t%d\t%.0f\t%s\t%s\t%s", (off + c) / 1048576,
+                int((l - c + 1048575) / 1048576), l - c, $3, st[$4], $4)
         }
         if (np[nb] > most) most = np[nb]
         next
@@ -474,8 +404,12 @@ awk -F '\t' '$2 != "d"' "$W/send" | LC_ALL=C sort -t "$TAB" -k1,1nr | awk -F '\t
         w = least(); load[w] += $1 + 512
         print "./" $4 > (dir "/list." w)
     }
-    END { if (nb) flush() }'
-awk -F '\t' '$2 == "d" { print "./" $4 }' "$W/send" > "$W/dirs"
+    END { if (nb) flush(); printf "%.0f\n", skipped > (dir "/skipped") }'
+SKIPPED=$(cat "$W/skipped" 2>/dev/null || echo 0)
+if [ "${SKIPPED:-0}" != 0 ]; then
+    TOTAL=$(awk -v t="$TOTAL" -v s="$SKIPPED" 'BEGIN { printf "%.0f", t - s }')
+    echo "$(human "$SKIPPED") of byte ranges already there (the files' size and mtime unchanged): not sent again"
+fi
 echo "sending $FILES files ($(human "$TOTAL"))"
 awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
 if [ -s "$W/skel" ]; then
@@ -492,17 +426,17 @@ fi
 stream() {
     w=$1
     if [ -s "$W/list.$w" ]; then
-        tar -cf - --no-recursion --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
-            2> "$W/dots.$w" | remote 0 recv $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+        tar -cf - --no-recursion --hard-dereference --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
+            2> "$W/dots.$w" | remote 0 recv $HOPS 2> "$W/err.$w" || { echo "$?" > "$W/failed.$w"; return 1; }
     fi
     [ -s "$W/parts.$w" ] || return 0
     k=0
-    while IFS="$TAB" read -r off count len mode path; do
+    while IFS="$TAB" read -r off count len mode stamp path; do
         k=$((k + 1))
-        printf '%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$path"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$off" "$len" "$mode" "$stamp" "$path"
         dd if="$path" bs=1M skip="$off" count="$count" iflag=fullblock status=progress 2> "$W/dd.$w.$k" \
             || { echo fail > "$W/failed.$w"; exit 1; }
-    done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo fail > "$W/failed.$w"; return 1; }
+    done < "$W/parts.$w" | remote 0 parts $HOPS 2> "$W/err.$w" || { echo "$?" > "$W/failed.$w"; return 1; }
 }
 done_bytes() {
     d=$(cat "$W"/dots.* 2>/dev/null | wc -c)
@@ -541,15 +475,18 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     echo
     why=$(for f in "$W"/err.*; do [ -s "$f" ] && said "$f"; done | head -n 1)
     [ -z "$GPUDASH_SEND_ONLY" ] || fail "the chain broke ($why): each destination is checked and completed from this host"
-    if ! remote 20 ping </dev/null >/dev/null 2>&1 && ! kill -0 "$HOLD" 2>/dev/null; then
+    # A stream whose ssh failed (255: the connection, not the receiving end) or a host that
+    # no longer answers is a lost connection: the partial copy is kept for the next run (and
+    # the key removed now if the destination answers again; its job may be gone).
+    if grep -qx 255 "$W"/failed.* 2>/dev/null \
+        || { ! remote 20 ping </dev/null >/dev/null 2>&1 && ! kill -0 "$HOLD" 2>/dev/null; }; then
+        remote 20 leave </dev/null >/dev/null 2>&1
         fail "the connection to $GPUDASH_DEST was lost ($why): the partial copy is kept there; run the copy again to resume"
     fi
     remote 60 abort </dev/null >/dev/null 2>&1
     fail "sending failed: $why; the partial copy is removed"
 fi
-if [ -s "$W/dirs" ]; then
-    tar -cf - --no-recursion -T "$W/dirs" | remote 600 recv $HOPS 2> "$W/err" || fail "directories: $(said "$W/err")"
-fi
+[ -n "$GPUDASH_SEND_ONLY" ] || sealing
 t1=$(date +%s)
 el=$((t1 - t0)); [ $el -gt 0 ] || el=1
 printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"

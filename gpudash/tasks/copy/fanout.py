@@ -118,8 +118,8 @@ def copy_group(spec: TaskSpec, hosts: Sequence[str]) -> CopyGroup | None:
     source itself is no destination when the copy lands on the same path there): the copy
     kind's `together` hook."""
     p = CopyParams.of(spec.params)
-    if p.via != "direct" or not p.fanout:
-        return None
+    if p.via != "direct" or not p.fanout or p.dest_address:
+        return None  # dest_address names one destination's way in: each goes alone
     dests = [h for h in hosts if not (h == p.source and p.to == p.path)]
     return CopyGroup(spec.name, dests) if len(dests) >= 2 else None
 

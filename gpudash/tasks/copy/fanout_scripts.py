@@ -2,7 +2,7 @@
 
     source -> d1 -> d2 -> ... -> dN      every hop's receiving end tees the stream into its
                                          own tar and into the next hop's ssh (`recv` in
-                                         `direct_scripts.RECV`): one pass of the bytes
+                                         `recv_script.RECV`): one pass of the bytes
     then, on every destination at once  the single copy's own run (`files/one.sh`, the
                                          `direct_scripts.SOURCE_JOB`): it finds the partial
                                          copy the chain left, sends what is missing or differs

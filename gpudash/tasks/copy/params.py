@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpudash.config.values import Report, show, suggest
+from gpudash.text import is_uint
 
 if TYPE_CHECKING:
     from gpudash.tasks.spec import TaskSpec
@@ -38,6 +39,9 @@ class CopyParams:
     """Many destinations in one run are fed as a chain (`copy.fanout`); False: each alone."""
     caches: bool = False
     """Also copy the JIT caches the source has (`copy.caches`), each its own verified copy."""
+    dest_address: str = ""
+    """What the source dials to reach the destination, `HOST` or `HOST:PORT` (a name only
+    gpudash resolves, a host behind a jump); "" = the destination's configured address."""
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> CopyParams:
@@ -53,7 +57,23 @@ class CopyParams:
             str(params.get("source_address") or ""),
             params.get("fanout") is not False,
             params.get("caches") is True,
+            str(params.get("dest_address") or ""),
         )
+
+
+def dial(dest_address: str, address: str, port: int) -> tuple[str, int]:
+    """The (host, port) the source dials: `dest_address` (`HOST`, `HOST:PORT`, `[V6]:PORT`)
+    over the destination's configured address and port."""
+    text = dest_address.strip()
+    if not text:
+        return address, port
+    if text.startswith("[") and "]" in text:
+        host, _, rest = text[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") and is_uint(rest[1:]) else port
+    host, sep, tail = text.rpartition(":")
+    if sep and host and ":" not in host and is_uint(tail):
+        return host, int(tail)
+    return text, port
 
 
 def _int(value: object, default: int) -> int:
@@ -85,6 +105,13 @@ def check_hosts(tasks: Mapping[str, TaskSpec], hosts: Iterable[str], report: Rep
             report(("tasks", name, "params", "streams"), "expected 1 to 64 streams")
         if not 1 <= params.chunk_mb <= 65536:
             report(("tasks", name, "params", "chunk_mb"), "expected 1 to 65536 (MiB)")
+        if params.dest_address:
+            host, port = dial(params.dest_address, "", 22)
+            if not host or host.startswith("-") or any(c.isspace() for c in host) or port > 65535:
+                report(
+                    ("tasks", name, "params", "dest_address"),
+                    f"expected HOST or HOST:PORT, got {show(params.dest_address)}",
+                )
         source = params.source
         if source and source not in names:
             near = suggest(source, names, value=True)

@@ -56,6 +56,7 @@ KIND = Kind(
         "streams": Param("int", 4, doc="parallel streams of a direct copy"),
         "chunk_mb": Param("int", 256, doc="files above this go as byte ranges (MiB)"),
         "source_address": Param("str", "", doc="the source's address as the dest sees it"),
+        "dest_address": Param("str", "", doc="what the source dials for the dest: HOST[:PORT]"),
         "fanout": Param(
             "bool",
             True,
