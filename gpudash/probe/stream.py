@@ -11,7 +11,7 @@ import codecs
 import re
 from dataclasses import dataclass
 
-MAX_SECTION_CHARS = 4 * 1024 * 1024
+MAX_SECTION_CHARS = 2 * 1024 * 1024
 MAX_LINE_CHARS = 64 * 1024
 NOTE = "@note"
 """The name of a RawSection that is a note on the host, not a section (its text says what)."""
