@@ -62,6 +62,11 @@ Bare().run()
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ENV = {**os.environ, "TERM": "xterm-256color", "PATH": SYSTEM_PATH}
 
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (("--runs", "1", "--idle-s", "0.5"),)
+
 
 class Pane:
     def __init__(self, root: Path) -> None:
@@ -154,7 +159,8 @@ def fill_times(
         pane.sock.parent.mkdir()
         t0 = pane.start(config)
         first.append(pane.wait(lambda s: "loopback" in s) - t0)
-        filled.append(pane.wait(lambda s: "ready" in s and "waiting for" not in s) - t0)
+        # the host list says "probed N s ago" once the host's round ended
+        filled.append(pane.wait(lambda s: "probed " in s and "waiting for" not in s) - t0)
         pane.stop()
         probe = f"{GPUDASH} --config {config} probe >/dev/null; echo {HEADLESS_DONE}; sleep 60"
         in_pane.append(time_in_pane(root / f"h{i}", probe, HEADLESS_DONE))
@@ -171,6 +177,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--local-only", action="store_true", help="no sshd host")
     parser.add_argument("--app-path", default=SYSTEM_PATH, help="PATH for gpudash")
+    parser.add_argument("--idle-s", type=float, default=5.0, help="seconds the idle CPU is read")
     args = parser.parse_args()
     runs = args.runs
     ENV["PATH"] = args.app_path
@@ -206,7 +213,7 @@ def main() -> None:
         time.sleep(1.0)
         pid = pane.pid()
         c0, w0 = cpu_seconds(pid), time.perf_counter()
-        time.sleep(5.0)
+        time.sleep(args.idle_s)
         idle = (cpu_seconds(pid) - c0) / (time.perf_counter() - w0) * 100
         pane.stop()
     finally:

@@ -45,6 +45,11 @@ from tests.support.sshd import Sshd  # noqa: E402
 GPUDASH = Path(sys.executable).with_name("gpudash")
 NET = ("http://127.0.0.1:9/",)
 
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (("--lines", "2000", "--rounds", "1"),)
+
 
 def body(lines: int) -> str:
     return f"seq 1 {lines} | sed 's/^/log line number /'\n"

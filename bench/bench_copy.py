@@ -37,6 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from tests.support.sshd import FakeHost, Sshd  # noqa: E402
 
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (("--big-mib", "4", "--small", "20", "--rounds", "1"),)
+
 
 def make_tree(root: Path, big_mib: int, small: int) -> int:
     """The source tree; returns its size in bytes."""
@@ -71,7 +76,9 @@ def config(sshd: Sshd, path: Path) -> str:
             f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
             f'known_hosts = "{sshd.known_hosts}"\n\n'
         )
-    text += '[tasks.copy]\nparams = { from = "h0", path = "~/data", to = "~/dst" }\n'
+    text += (
+        '[tasks.copy]\nparams = { from = "h0", path = "~/data", to = "~/dst", via = "gpudash" }\n'
+    )
     path.write_text(text)
     return str(path)
 

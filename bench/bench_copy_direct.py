@@ -43,6 +43,11 @@ from pathlib import Path
 
 from tests.support.netrig import NetRig
 
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (("--big-mib", "4", "--small", "20", "--fanout", "2"),)
+
 
 def make_tree(root: Path, big_mib: int, small: int) -> int:
     for i in range(4):

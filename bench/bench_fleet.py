@@ -33,13 +33,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from gpudash.config.model import parse_config  # noqa: E402
+from gpudash.config.load import parse_config  # noqa: E402
 from gpudash.host_probe import plan_for  # noqa: E402
 from gpudash.probe.script import build_script  # noqa: E402
 from tests.support.netrig import NetRig  # noqa: E402
 
 BENCH_VENV = ROOT / ".bench-venv"
 ANSIBLE = BENCH_VENV / "bin" / "ansible"
+
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (
+    ("--sizes", "2", "--rtts", "0", "--rounds", "1", "--no-ansible"),
+)
 
 
 def ensure_ansible() -> None:

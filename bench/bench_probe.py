@@ -1,12 +1,12 @@
 """Benchmark: `gpudash probe --json` against fake GPU hosts on loopback, beside a baseline of
 plain parallel OpenSSH (`ssh host /bin/sh -s < same-script`, one per host, all at once).
 
-Run:  .venv/bin/python -m bench.bench_probe [--rounds 5]
+Run:  .venv/bin/python -m bench.bench_probe [--rounds 5] [--hosts 20]
 
 Both sides run the exact probe script gpudash builds for the host, against the same test sshd
 (tests/support/sshd.py) with fake `nvidia-smi`/`nvcc` printing the real H200 captures. Figures are
 medians of --rounds runs, measured as whole processes (interpreter start-up included).
-Printed: 1 host vs "one SSH connect + the script's own run time + 50 ms"; 20 hosts vs the
+Printed: 1 host vs "one SSH connect + the script's own run time + 50 ms"; --hosts vs the
 parallel OpenSSH baseline; and, from the streaming text output, when the first section line
 of a host appeared relative to its last one.
 """
@@ -33,6 +33,11 @@ from tests.support import fakegpu  # noqa: E402
 from tests.support.sshd import Sshd  # noqa: E402
 
 GPUDASH = [sys.executable, "-m", "gpudash"]
+
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (("--rounds", "1", "--hosts", "3"),)
 
 
 class _SlowHandler(http.server.BaseHTTPRequestHandler):
@@ -167,6 +172,7 @@ def streaming_gap(config_path: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--hosts", type=int, default=20, help="hosts of the parallel case")
     args = parser.parse_args()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -181,9 +187,9 @@ def main() -> None:
                 fakegpu.install(host.bin_dir, ROOT / "tests" / "fixtures" / "h200-1x")
             env = {**os.environ, "HOME": str(root / "home")}
             rows = []
-            cfg1, cfg20 = root / "one.toml", root / "twenty.toml"
+            cfg1, many = root / "one.toml", root / "many.toml"
             write_config(cfg1, sshd, 1, target)
-            write_config(cfg20, sshd, 20, target)
+            write_config(many, sshd, args.hosts, target)
             connect = median_s(ssh_cmd(sshd, sshd.hosts[0].port, "true"), args.rounds)
             script = script_alone_s(sshd, cfg1, args.rounds)
             one = median_s(
@@ -200,16 +206,16 @@ def main() -> None:
                     f"ssh connect {connect * 1000:.0f} ms + script {script * 1000:.0f} ms + 50 ms",
                 )
             )
-            twenty = median_s(
-                [*GPUDASH, "probe", "--json", "--config", str(cfg20)], args.rounds, env=env
+            parallel = median_s(
+                [*GPUDASH, "probe", "--json", "--config", str(many)], args.rounds, env=env
             )
-            base20 = parallel_openssh_s(sshd, cfg20, 20, args.rounds)
+            base = parallel_openssh_s(sshd, many, args.hosts, args.rounds)
             rows.append(
                 (
-                    "20 hosts: gpudash probe --json",
-                    twenty,
-                    base20 * 1.5,
-                    f"parallel OpenSSH {base20 * 1000:.0f} ms x 1.5",
+                    f"{args.hosts} hosts: gpudash probe --json",
+                    parallel,
+                    base * 1.5,
+                    f"parallel OpenSSH {base * 1000:.0f} ms x 1.5",
                 )
             )
             first, last = streaming_gap(cfg1)

@@ -39,6 +39,14 @@ from tests.support.manyhosts import LoopbackFleet  # noqa: E402
 
 SAVED_H200 = ROOT / "tests" / "fixtures" / "saved" / "h200-1x"
 
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (
+    ("probe", "4", "--concurrency", "4", "--max-handshakes", "4"),
+    ("app", "4"),
+)
+
 
 def timed(cmd: list[str], **kw: object) -> tuple[subprocess.CompletedProcess[str], float, int]:
     """Run under /usr/bin/time -v: the result, wall seconds, peak RSS in KiB."""

@@ -31,6 +31,11 @@ from gpudash.tasks.spec import load_tasks  # noqa: E402
 from gpudash.transport.ssh import SshPool  # noqa: E402
 from tests.support.sshd import Sshd  # noqa: E402
 
+# The smoke size: the argument lists that run this bench in seconds, so that a change that
+# breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
+# measurement.
+SMOKE: tuple[tuple[str, ...], ...] = (("--lines", "2000", "--rounds", "1"),)
+
 
 async def gpudash_round(sshd: Sshd, lines: int) -> tuple[float, int]:
     body = f"seq 1 {lines} | sed 's/^/log line number /'\n"
