@@ -1,0 +1,79 @@
+"""What keeps a one-host `gpudash probe` close to OpenSSH's one-liner (issue 33, item 10;
+bench/bench_probe_split.py measures it): the JSON document leaves in one write, the saved-
+results module loads only for --save/--replay, and asyncssh loads without X.509."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from gpudash.cli.hosts import replay_config
+from gpudash.cli.probe import probe_command
+from gpudash.saved import save_host
+from tests.support.hosts import host
+
+
+class Writes:
+    """A stdout that counts its write calls (each is a system call when unbuffered)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.calls.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_probe_json_leaves_in_one_write_even_where_stdout_is_unbuffered(tmp_path: Path):
+    save_host(tmp_path / "saved", host(name="h0"))
+    out = Writes()
+    config = replay_config(tmp_path / "saved")
+    code = asyncio.run(probe_command(config, None, as_json=True, save=None, out=out))  # type: ignore[arg-type]
+    assert int(code) == 0
+    assert len(out.calls) == 1  # json.dump wrote ~2,000 pieces: one system call each
+    assert json.loads(out.calls[0])["hosts"][0]["state"] == "ready"
+
+
+def _fresh(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_probe_command_does_not_load_the_saved_results_module():
+    code = "import sys, gpudash.cli.probe; print('gpudash.saved' in sys.modules)"
+    assert _fresh(code) == "False"
+
+
+def test_asyncssh_loads_without_x509_and_x509_still_imports_afterwards():
+    code = (
+        "import sys, gpudash.transport, asyncssh\n"
+        "loaded = 'cryptography.x509' in sys.modules\n"
+        "from asyncssh import known_hosts, public_key\n"
+        "x509_algs = [a for a in public_key.get_public_key_algs() if a.startswith(b'x509v3-')]\n"
+        "import cryptography.x509\n"
+        "print(loaded, public_key._x509_available, known_hosts._x509_available,\n"
+        "      len(x509_algs), cryptography.x509.Name.__name__)\n"
+    )
+    # Not loaded for asyncssh (it was, and then went unused without pyOpenSSL); X.509 off
+    # as it was; importable as usual afterwards.
+    assert _fresh(code).split() == ["False", "False", "False", "0", "Name"]
+
+
+def test_where_pyopenssl_is_installed_asyncssh_imports_x509_as_before(tmp_path: Path):
+    # A stand-in pyOpenSSL that fails as a broken install would: only whether gpudash hid
+    # cryptography.x509 from asyncssh is looked at, and with pyOpenSSL there it must not.
+    (tmp_path / "OpenSSL").mkdir()
+    (tmp_path / "OpenSSL" / "__init__.py").write_text("raise ImportError('stand-in')\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import gpudash.transport, asyncssh\n"
+        "print('cryptography.x509' in sys.modules)\n"
+    )
+    assert _fresh(code) == "True"
