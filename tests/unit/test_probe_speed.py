@@ -77,3 +77,32 @@ def test_where_pyopenssl_is_installed_asyncssh_imports_x509_as_before(tmp_path: 
         "print('cryptography.x509' in sys.modules)\n"
     )
     assert _fresh(code) == "True"
+
+
+PARSER_MODULES = (
+    "gpudash.probe.arch",
+    "gpudash.probe.gpu_ids",
+    "gpudash.probe.query",
+    "gpudash.probe.smi",
+    "gpudash.probe.smiq",
+    "gpudash.probe.hostfacts",
+    "gpudash.probe.kernel_log",
+    "gpudash.probe.nvlink",
+    "gpudash.probe.topo",
+    "gpudash.probe.nvcc",
+)
+
+
+def test_the_probe_script_is_built_before_any_parser_loads_and_warming_loads_them_all():
+    code = (
+        "import sys\n"
+        "from gpudash.probe.registry import all_sections\n"
+        "from gpudash.probe.script import build_script, make_plan\n"
+        "script = build_script(make_plan(all_sections(), {}, 30))\n"
+        f"before = [m for m in {PARSER_MODULES!r} if m in sys.modules]\n"
+        "from gpudash.host_probe import warm_parsers\n"
+        "warm_parsers(all_sections())\n"
+        f"after = [m for m in {PARSER_MODULES!r} if m in sys.modules]\n"
+        "print(len(script) > 1000, len(before), len(after))\n"
+    )
+    assert _fresh(code).split() == ["True", "0", str(len(PARSER_MODULES))]

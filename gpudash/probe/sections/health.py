@@ -13,23 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gpudash.probe.hostfacts import (
-    GPU_CLASSES,
-    SWITCH_CLASS,
-    FabricManager,
-    PciDevice,
-    RdmaPort,
-    parse_fabric_manager,
-    parse_memlock,
-    parse_pci,
-    parse_rdma,
-    parse_shm_kib,
-)
-from gpudash.probe.kernel_log import XidEvent, parse_kernel_log
 from gpudash.probe.parts import Part, text_of
-from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth, parse_smi_q
 from gpudash.text import clean_line, is_uint
+
+if TYPE_CHECKING:
+    from gpudash.probe.hostfacts import FabricManager, PciDevice, RdmaPort
+    from gpudash.probe.kernel_log import XidEvent
+    from gpudash.probe.smiq import GpuHealth
+
+# Parsers load with the first parse, not with the section: the probe script needs only
+# BODY, so the host starts before they load (host_probe.warm_parsers; issue 33 item 10).
 
 NAME = "health"
 TIMEOUT = 15.0
@@ -162,10 +157,14 @@ class Health:
 
     @property
     def pci_gpus(self) -> tuple[PciDevice, ...]:
+        from gpudash.probe.hostfacts import GPU_CLASSES
+
         return tuple(d for d in self.pci or () if d.pci_class in GPU_CLASSES)
 
     @property
     def nvswitches(self) -> int | None:
+        from gpudash.probe.hostfacts import SWITCH_CLASS
+
         return None if self.pci is None else sum(d.pci_class == SWITCH_CLASS for d in self.pci)
 
     @property
@@ -185,6 +184,15 @@ class Health:
 
 
 def parse(parts: Mapping[str, Part]) -> Health:
+    from gpudash.probe.hostfacts import (
+        parse_fabric_manager,
+        parse_memlock,
+        parse_pci,
+        parse_rdma,
+        parse_shm_kib,
+    )
+    from gpudash.probe.smiq import parse_smi_q
+
     notes: list[str] = []
     smi_text = text_of(parts, "smiq")
     missing = None
@@ -227,6 +235,8 @@ def parse_klog(text: str) -> KernelLog:
     """The klog part: `@try SOURCE`, its kept lines, `@end RC LINES NVRM`, per source tried.
     The first source that read (rc 0, no permission hint) wins; NVRM lines of that source are
     parsed. A raw log with no markers (a pasted dmesg) is parsed as it is."""
+    from gpudash.probe.kernel_log import parse_kernel_log
+
     if "@try " not in text:
         events = parse_kernel_log(text)
         return KernelLog("pasted", None, None, events.xids, events.fallen_off)
@@ -276,6 +286,8 @@ def _int(values: list[str], i: int) -> int | None:
 def summary(data: Health) -> str:
     """The one line `gpudash probe` prints for this section: what looks wrong, else what was
     looked at (a count is never "ok" on its own: the checks give the verdict)."""
+    from gpudash.probe.smiq import SLOWDOWN_REASONS
+
     bits: list[str] = []
     if data.missing:
         bits.append(data.missing)
