@@ -1,6 +1,7 @@
 """One host, cold: `gpudash probe --json` against OpenSSH's one-liner, and where the time goes.
 
     python -m bench.bench_probe_split [--rtts 0 50] [--rounds 15] [--trace-rounds 5]
+                                      [--against DIR]   # DIR: another checkout, e.g. main
 
 The host is tests/support/netrig.py's (its own namespace, OpenSSH sshd, the fake H200 tools;
 loopback and a userspace relay without root). Both contenders are whole processes, cold, run
@@ -8,6 +9,7 @@ alternately (`--rounds` pairs, so load drift hits both alike); the figures are m
 
   gpudash   `python -m gpudash probe --json --config C`, as bench_fleet runs it
   openssh   `ssh -o BatchMode=yes ... HOST /bin/sh -s < script`, the very script gpudash builds
+  gpudash@DIR  with --against: the same command with DIR's gpudash first on the path (A/B)
 
 Wall time, CPU time (user + system of the process and its children, from wait4) and the ratio
 gpudash/openssh, per RTT. Before measuring, gpudash's bytecode is compiled (as `pip install`
@@ -71,11 +73,22 @@ class Run:
     cpu: float
 
 
-def run(cmd: list[str], stdin: Path | None = None) -> Run:
+@dataclass
+class Contender:
+    name: str
+    cmd: list[str]
+    stdin: Path | None = None
+    tree: Path | None = None  # another checkout's gpudash (`--against`), first on the path
+
+
+def run(cmd: list[str], stdin: Path | None = None, tree: Path | None = None) -> Run:
     """`cmd` to its end: wall and CPU seconds (wait4: the process and its reaped children)."""
+    env = os.environ.copy()
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     start = time.perf_counter()
     with open(stdin or os.devnull, "rb") as feed:
-        proc = subprocess.Popen(cmd, stdin=feed, stdout=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdin=feed, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -83,32 +96,24 @@ def run(cmd: list[str], stdin: Path | None = None) -> Run:
     return Run(took, usage.ru_utime + usage.ru_stime)
 
 
-class Pair:
-    """The two commands for one rig host."""
-
-    def __init__(self, rig: NetRig, work: Path) -> None:
-        host = rig.hosts[0]
-        self.config = work / "config.toml"
-        text = rig.config_toml(connect_timeout=30, probe_timeout=120)
-        self.config.write_text(text)
-        self.script = work / "h0.sh"
-        self.script.write_text(
-            build_script(plan_for(parse_config(text, str(self.config)).hosts[0]))
-        )
-        self.gpudash = [
-            sys.executable,
-            "-m",
-            "gpudash",
-            "probe",
-            "--json",
-            "--config",
-            str(self.config),
-        ]
-        self.openssh = [
-            "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={rig.known_hosts}", "-i", str(rig.client_key),
-            "-p", str(host.port), f"{rig.user}@{host.address}", "/bin/sh", "-s",
-        ]  # fmt: skip
+def contenders(rig: NetRig, work: Path, against: Path | None) -> list[Contender]:
+    """gpudash (this tree), gpudash from `against` when given, and OpenSSH, on rig host 0."""
+    host = rig.hosts[0]
+    config = work / "config.toml"
+    text = rig.config_toml(connect_timeout=30, probe_timeout=120)
+    config.write_text(text)
+    script = work / "h0.sh"
+    script.write_text(build_script(plan_for(parse_config(text, str(config)).hosts[0])))
+    probe = [sys.executable, "-m", "gpudash", "probe", "--json", "--config", str(config)]
+    ssh = [
+        "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+        "-o", f"UserKnownHostsFile={rig.known_hosts}", "-i", str(rig.client_key),
+        "-p", str(host.port), f"{rig.user}@{host.address}", "/bin/sh", "-s",
+    ]  # fmt: skip
+    out = [Contender("gpudash", probe)]
+    if against is not None:
+        out.append(Contender(f"gpudash@{against.name}", probe, tree=against))
+    return [*out, Contender("openssh", ssh, stdin=script)]
 
 
 def split(trace: str) -> dict[str, float]:
@@ -153,10 +158,10 @@ def split(trace: str) -> dict[str, float]:
     return out
 
 
-def traced(cmd: list[str], stdin: Path | None, log: Path) -> dict[str, float]:
+def traced(c: Contender, log: Path) -> dict[str, float]:
     calls = "execve,openat,connect,sendto,recvfrom,read,write,exit_group"
     strace = ["strace", "-f", "--seccomp-bpf", "-ttt", "-e", f"trace={calls}", "-e", "signal=none"]
-    run([*strace, "-o", str(log), *cmd], stdin)
+    run([*strace, "-o", str(log), *c.cmd], c.stdin, c.tree)
     return split(log.read_text(errors="replace"))
 
 
@@ -164,50 +169,45 @@ def _med(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def measure(pair: Pair, rounds: int, trace_rounds: int, work: Path) -> dict[str, object]:
-    g: list[Run] = []
-    o: list[Run] = []
-    for _ in range(rounds):  # interleaved
-        g.append(run(pair.gpudash))
-        o.append(run(pair.openssh, pair.script))
-    phases: dict[str, dict[str, list[float]]] = {"gpudash": {}, "openssh": {}}
+def measure(cs: list[Contender], rounds: int, trace_rounds: int, work: Path) -> dict:
+    runs: dict[str, list[Run]] = {c.name: [] for c in cs}
+    for _ in range(rounds):  # interleaved: load drift hits every contender alike
+        for c in cs:
+            runs[c.name].append(run(c.cmd, c.stdin, c.tree))
+    phases: dict[str, dict[str, list[float]]] = {c.name: {} for c in cs}
     if trace_rounds and shutil.which("strace"):
         for i in range(trace_rounds):
-            for name, cmd, feed in (
-                ("gpudash", pair.gpudash, None),
-                ("openssh", pair.openssh, pair.script),
-            ):
-                for phase, took in traced(cmd, feed, work / f"{name}{i}.strace").items():
-                    phases[name].setdefault(phase, []).append(took)
-    return {
-        "gpudash": g,
-        "openssh": o,
-        "ratios": [a.wall / b.wall for a, b in zip(g, o, strict=True)],
-        "phases": phases,
-    }
+            for c in cs:
+                for phase, took in traced(c, work / f"trace{i}.strace").items():
+                    phases[c.name].setdefault(phase, []).append(took)
+    return {"runs": runs, "phases": phases}
 
 
-def report(rtt: int, res: dict) -> None:
-    g, o = res["gpudash"], res["openssh"]
-    gw, ow = _med([r.wall for r in g]), _med([r.wall for r in o])
-    gc, oc = _med([r.cpu for r in g]), _med([r.cpu for r in o])
-    print(f"\nRTT {rtt} ms, {len(g)} interleaved pairs, load average {os.getloadavg()[0]:.1f}")
-    print(
-        f"  wall  gpudash {gw * 1000:6.0f} ms   openssh {ow * 1000:6.0f} ms   ratio {gw / ow:.2f}x"
-    )
-    print(f"        median of the pairs' ratios {_med(res['ratios']):.2f}x")
-    print(f"  cpu   gpudash {gc * 1000:6.0f} ms   openssh {oc * 1000:6.0f} ms")
-    phases = res["phases"]
-    if not phases["gpudash"]:
+def report(rtt: int, cs: list[Contender], res: dict) -> None:
+    runs, phases = res["runs"], res["phases"]
+    base = cs[-1].name  # openssh
+    n = len(runs[base])
+    print(f"\nRTT {rtt} ms, {n} interleaved rounds, load average {os.getloadavg()[0]:.1f}")
+    print(f"  {'':18} {'wall ms':>8} {'cpu ms':>8} {'wall/openssh':>13} {'median of rounds':>17}")
+    for c in cs:
+        wall, cpu = _med([r.wall for r in runs[c.name]]), _med([r.cpu for r in runs[c.name]])
+        ratio = wall / _med([r.wall for r in runs[base]])
+        paired = _med([a.wall / b.wall for a, b in zip(runs[c.name], runs[base], strict=True)])
+        print(f"  {c.name:18} {wall * 1000:8.0f} {cpu * 1000:8.0f} {ratio:12.2f}x {paired:16.2f}x")
+    if not phases[base]:
         return
-    n = len(next(iter(phases["gpudash"].values())))
-    print(f"  split (ms, medians of {n} traced runs each)")
-    print("    phase        gpudash  openssh")
-    for phase in PHASES:
-        a, b = _med(phases["gpudash"].get(phase, [])), _med(phases["openssh"].get(phase, []))
-        print(f"    {phase:11} {a * 1000:8.0f} {b * 1000:8.0f}")
-    total = [sum(_med(phases[c].get(p, [])) for p in PHASES) for c in ("gpudash", "openssh")]
-    print(f"    {'sum':11} {total[0] * 1000:8.0f} {total[1] * 1000:8.0f}")
+    traces = len(next(iter(phases[base].values())))
+    print(f"  split, ms (medians of {traces} traced runs each; see the docstring for the phases)")
+    print("    " + f"{'phase':11}" + "".join(f" {c.name:>18}" for c in cs))
+    for phase in (*PHASES, "sum"):
+        cells = []
+        for c in cs:
+            if phase == "sum":
+                took = sum(_med(phases[c.name].get(p, [])) for p in PHASES)
+            else:
+                took = _med(phases[c.name].get(phase, []))
+            cells.append(f" {took * 1000:18.0f}")
+        print(f"    {phase:11}" + "".join(cells))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +215,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rtts", type=int, nargs="+", default=[0, 50])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--trace-rounds", type=int, default=5)
+    parser.add_argument(
+        "--against", type=Path, metavar="DIR", help="also run the gpudash of another checkout"
+    )
     args = parser.parse_args(argv)
-    compileall.compile_dir(ROOT / "gpudash", quiet=1)
+    for tree in (ROOT, args.against):
+        if tree is not None:
+            compileall.compile_dir(tree / "gpudash", quiet=1)
     print(
         "environment: "
         + " ".join(
@@ -230,12 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         NetRig(1, Path(tmp) / "rig") as rig,
     ):
         print(f"rig: {rig.mode}, delay by {'netem' if rig.netem else 'userspace relay'}")
-        pair = Pair(rig, Path(tmp))
-        run(pair.gpudash)  # one untimed run each: the page cache, the host's first login
-        run(pair.openssh, pair.script)
+        cs = contenders(rig, Path(tmp), args.against)
+        for c in cs:  # one untimed run each: the page cache, the host's first login
+            run(c.cmd, c.stdin, c.tree)
         for rtt in args.rtts:
             rig.set_link(rig.hosts[0], delay_ms=rtt)
-            report(rtt, measure(pair, args.rounds, args.trace_rounds, Path(tmp)))
+            report(rtt, cs, measure(cs, args.rounds, args.trace_rounds, Path(tmp)))
     return 0
 
 

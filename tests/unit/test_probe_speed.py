@@ -106,3 +106,34 @@ def test_the_probe_script_is_built_before_any_parser_loads_and_warming_loads_the
         "print(len(script) > 1000, len(before), len(after))\n"
     )
     assert _fresh(code).split() == ["True", "0", str(len(PARSER_MODULES))]
+
+
+def test_the_bench_splits_a_trace_into_its_phases():
+    from bench.bench_probe_split import split
+
+    trace = "\n".join(
+        [
+            '7 100.000 execve("/venv/bin/python", ["python", "-m", "gpudash"], 0x1) = 0',
+            '7 100.040 openat(AT_FDCWD, "/src/gpudash/__init__.py", O_RDONLY|O_CLOEXEC) = 3',
+            "7 100.100 connect(6, {sa_family=AF_INET, sin_port=htons(22)}, 16) = -1 EINPROGRESS",
+            '7 100.300 sendto(6, "SSH-2.0-AsyncSSH_2.24.1\\r\\n", 25, 0, NULL, 0) = 25',
+            '7 100.301 recvfrom(6, "SSH-2.0-OpenSSH_9.2p1"..., 262144, 0, NULL, NULL) = 41',
+            '7 100.350 sendto(6, "\\0\\0\\200"..., 32804, 0, NULL, 0) = 32804',
+            '8 100.500 recvfrom(6, "\\0\\0"..., 262144, 0, NULL, NULL) = 2504',
+            '8 100.600 recvfrom(6, "\\0\\0"..., 262144, 0, NULL, NULL) = 84',
+            '7 100.610 write(1, "{\\n  \\"schema\\""..., 9000) = 9000',
+            '7 100.611 write(2, "warning", 7) = 7',
+            "7 100.615 exit_group(0)                   = ?",
+        ]
+    )
+    ms = {phase: round(took * 1000) for phase, took in split(trace).items()}
+    assert ms == {
+        "start": 40,
+        "cli+config": 60,
+        "asyncssh": 200,
+        "handshake": 50,
+        "host": 250,
+        "parse": 10,
+        "output": 0,
+        "exit": 5,
+    }
