@@ -88,7 +88,11 @@ def run(cmd: list[str], stdin: Path | None = None, tree: Path | None = None) -> 
         env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     start = time.perf_counter()
     with open(stdin or os.devnull, "rb") as feed:
-        proc = subprocess.Popen(cmd, stdin=feed, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
+        # `-m` puts the working directory first on sys.path: the tree's own, or PYTHONPATH
+        # would not decide which gpudash runs.
+        proc = subprocess.Popen(
+            cmd, stdin=feed, stdout=subprocess.DEVNULL, cwd=tree or ROOT, env=env
+        )
         _, status, usage = os.wait4(proc.pid, 0)
     took = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
