@@ -69,13 +69,7 @@ def ssh(sshd: Sshd, host: FakeHost, command: str, *opts: str) -> list[str]:
 
 
 def config(sshd: Sshd, path: Path) -> str:
-    text = ""
-    for host in sshd.hosts[:2]:
-        text += (
-            f'[hosts.{host.name}]\naddress = "127.0.0.1"\nport = {host.port}\n'
-            f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-            f'known_hosts = "{sshd.known_hosts}"\n\n'
-        )
+    text = "".join(sshd.host_toml(host) + "\n" for host in sshd.hosts[:2])
     text += (
         '[tasks.copy]\nparams = { from = "h0", path = "~/data", to = "~/dst", via = "gpudash" }\n'
     )

@@ -30,6 +30,7 @@ from gpudash.transport.base import Transport
 if TYPE_CHECKING:
     from gpudash.checks.finding import Finding
     from gpudash.checks.groups import Groups
+    from gpudash.transport.ssh import SshPool
 
 
 class Fleet:
@@ -39,7 +40,7 @@ class Fleet:
         self.config = config
         self._findings = findings
         self._transports: dict[str, Transport] = {}
-        self._ssh_pool = None
+        self._ssh_pool: SshPool | None = None
         self._slots = asyncio.Semaphore(max(1, config.concurrency))
         self.results: dict[str, HostResult] = {}
         """The latest snapshot of every host probed so far: what comparisons need."""

@@ -8,17 +8,20 @@ hosts' results and the config); nothing here connects, prints or imports the scr
     worst_severity(findings), counts(findings)          what a host-list row shows
     FindingsComputed(host, findings)                    the core event carrying them
 
-Check families, one module each: `driver` (driver vs toolkit), `wheels` (torch/FlashInfer vs
-driver and GPU arch), `nvlink`, `gpus`, `health` (Xids, clock slowdowns, PCIe links, memory
-errors, lost GPUs, fabric manager, RDMA), `disk`, `network`, `env`, `expect` (the config's
-`expect` tables) and `compare` (hosts sharing a tag). Each family that had data to look at and
-found nothing wrong says so with one `ok` finding, so a report shows what was checked.
+Check families, one module each, listed once in FAMILIES: `driver` (driver vs toolkit),
+`wheels` (torch/FlashInfer vs driver and GPU arch), `nvlink`, `gpus`, `health` (Xids, clock
+slowdowns, PCIe links, memory errors, lost GPUs, fabric manager, RDMA), `disk`, `network`,
+`env`, `expect` (the config's `expect` tables), `compare` (hosts sharing a tag), `verify`
+(what the verify task measured) and `serve` (served engines). Each family that had data
+to look at and found nothing wrong says so with one `ok` finding, so a report shows what was
+checked.
 `Finding` and `Severity` live in `finding`, the tag groups `compare` reads in `groups`, what
 every check reads in `context`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -33,6 +36,14 @@ from gpudash.checks.finding import (
     worst_severity,
 )
 from gpudash.model import FindingsComputed, HostResult, HostState
+
+FAMILIES = (
+    "gpus", "health", "driver", "wheels", "nvlink", "disk", "network", "env", "expect",
+    "compare", "verify", "serve",
+)  # fmt: skip
+"""The check families, in the order they run: the one list of them. Each is the module
+`gpudash.checks.NAME` with `check(ctx) -> list[Finding]`; imported on the first check, so
+loading gpudash.checks costs nothing (bench/import_graph.py)."""
 
 if TYPE_CHECKING:
     from gpudash.checks.groups import Groups
@@ -57,19 +68,6 @@ def run_checks(
 
     Total: a check family that raises leaves one `check.error` finding naming it, and the
     other families still run, so one bug costs one verdict, never the host or the fleet."""
-    from gpudash.checks import (
-        compare,
-        disk,
-        driver,
-        env,
-        expect,
-        gpus,
-        health,
-        network,
-        nvlink,
-        verify,
-        wheels,
-    )
     from gpudash.checks.context import Context
     from gpudash.checks.fixes import task_keys
 
@@ -92,24 +90,12 @@ def run_checks(
     else:
         found.extend(ctx.section_notes())
     if ctx.any_data:
-        families = (
-            gpus,
-            health,
-            driver,
-            wheels,
-            nvlink,
-            disk,
-            network,
-            env,
-            expect,
-            compare,
-            verify,
-        )
-        for family in families:
+        for name in FAMILIES:
             try:
+                family = importlib.import_module(f"gpudash.checks.{name}")
                 found.extend(family.check(ctx))
             except Exception as exc:
-                found.append(check_error(family.__name__.rsplit(".", 1)[-1], exc))
+                found.append(check_error(name, exc))
     keys = task_keys(tasks)
     found = [replace(f, fix_key=keys.get(f.fix_task)) if f.fix_task else f for f in found]
     return sort_findings(found)

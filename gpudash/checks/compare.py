@@ -63,30 +63,31 @@ def check(ctx: Context) -> list[Finding]:
         if len(others) < 2:
             continue
         for trait in TRAITS:
-            if trait in done or mine[trait] is None:
+            value = mine[trait]
+            if trait in done or value is None:
                 continue
             values = groups.counts(tag, trait)
-            if inside and own is not None and own[1][trait] is not None:
-                values[own[1][trait]] -= 1
-            values[mine[trait]] += 1
+            if inside and own is not None and (before := own[1][trait]) is not None:
+                values[before] -= 1
+            values[value] += 1
             values = +values  # drop the zero left by a changed value
             total = sum(values.values())
             common, n = values.most_common(1)[0]
-            if n * 2 <= total or common == mine[trait]:
+            if n * 2 <= total or common == value:
                 continue
             done.add(trait)
-            others = n  # the majority holds no copy of this host's value
+            count = n  # the majority holds no copy of this host's value
             label = _LABEL[trait]
             out.append(
                 Finding(
                     Severity.WARN,
                     f"compare.{trait}",
-                    f"{label} {mine[trait]} here, {common} on {others} other"
-                    f"{'s' if others != 1 else ''} tagged {tag!r}",
+                    f"{label} {value} here, {common} on {count} other"
+                    f"{'s' if count != 1 else ''} tagged {tag!r}",
                     why="Hosts with the same tag are meant to be interchangeable; a different "
                     f"{label} behaves differently under the same launch command.",
                     fix=f"Bring this host's {label} in line with the group (or re-tag it).",
-                    facts=_facts(tag, trait, mine[trait], values, total),
+                    facts=_facts(tag, trait, value, values, total),
                 )
             )
     return out

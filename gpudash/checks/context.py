@@ -156,27 +156,19 @@ class Context:
         return out
 
 
-GPU_TOOLS: Mapping[tuple[str, str], str] = {
-    ("gpus", "query"): "nvidia-smi --query-gpu",
-    ("gpus", "smi"): "nvidia-smi",
-    ("topology", "topo"): "nvidia-smi topo -m",
-    ("topology", "nvlink"): "nvidia-smi nvlink -s",
-    ("topology", "fabric"): "nvidia-smi -q",
-}
-"""The GPU tool each part of a section runs (the sections' BODY): what a hang is named by."""
-
-
 def hung_tool(section: SectionResult) -> Finding | None:
     """A WARN when the section timed out inside a GPU tool (its part began and never ended):
     nvidia-smi that does not return is a wedged driver or GPU far more often than a slow
     one, and must never read as "no GPUs"."""
     from gpudash.checks.finding import Finding, Severity
+    from gpudash.probe.registry import section as registered
 
     error = section.error or ""
-    if not error.startswith("timed out"):
+    if not error.startswith("timed out") or section.name not in SECTION_NAMES:
         return None
-    for (name, part_name), tool in GPU_TOOLS.items():
-        part = section.parts.get(part_name) if name == section.name else None
+    # The GPU tool each part runs is the section's own knowledge (its GPU_TOOLS).
+    for part_name, tool in registered(section.name).tools.items():
+        part = section.parts.get(part_name)
         if part is None or part.rc is not None:
             continue
         seconds = _seconds(error) or round(section.elapsed_s or 0)

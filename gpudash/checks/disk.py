@@ -129,6 +129,8 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _first_dir(ctx: Context) -> str | None:
+    if ctx.models is None:
+        return None
     existing = [d.path for d in ctx.models.dirs if d.exists]
     if existing:
         return existing[0]

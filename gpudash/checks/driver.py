@@ -29,7 +29,7 @@ def check(ctx: Context) -> list[Finding]:
     seen: set[str] = set()
     for nvcc in toolkit.nvcc:
         release = parse_version(nvcc.release)
-        if release is None or nvcc.release in seen:
+        if release is None or nvcc.release is None or nvcc.release in seen:
             continue
         seen.add(nvcc.release)
         paths = [n.path for n in toolkit.nvcc if n.release == nvcc.release]

@@ -88,7 +88,8 @@ def check(ctx: Context) -> list[Finding]:
             Finding(
                 Severity.OK,
                 "env.ok",
-                f"uv {env.uv.version or ''} and {len(env.venvs)} venv(s) with Python >= {need}",
+                f"uv {(env.uv.version if env.uv else None) or ''} and {len(env.venvs)} venv(s)"
+                f" with Python >= {need}",
             )
         )
     return out

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 
-def task_keys(tasks: Mapping[str, Any] | None) -> dict[str | None, str | None]:
+def task_keys(tasks: Mapping[str, Any] | None) -> dict[str, str | None]:
     """task name -> its key, from `tasks` (Config.tasks: TaskSpec by name).
 
     A mapping that can name its keys without building its specs (`keys_by_task`: the

@@ -105,6 +105,28 @@ def check(ctx: Context) -> list[Finding]:
         if (g.memory_used_mib or 0) > MEMORY_IN_USE_MIB and not g.error
     ]
     procs = [p for p in data.processes if (p.memory_mib or 0) > 0]
+    served = _served_pids(ctx)
+    ours = [p for p in procs if p.pid in served]
+    if ours and len(ours) == len(procs):
+        # Every holder is an engine `gpudash run serve` left running on purpose: said, not warned
+        out.append(
+            Finding(
+                Severity.INFO,
+                "gpus.memory_served",
+                "GPU memory held by the engine gpudash serves here ("
+                + ", ".join(f"{served.get(p.pid or 0, '?')} pid {p.pid}" for p in ours[:4])
+                + ")",
+                why="A served model holds its GPUs' memory by design (weights, KV cache).",
+                fix="`gpudash stop TASK HOST` stops it and checks the memory is freed.",
+                facts={
+                    "processes": [
+                        f"GPU {p.gpu} pid {p.pid} {p.name} {p.memory_mib} MiB" for p in ours[:8]
+                    ],
+                    "judged_from": "nvidia-smi compute apps, the serve section's process group",
+                },
+            )
+        )
+        used, procs = [], []
     if used or procs:
         where = sorted({i for i, _ in used} | {p.gpu for p in procs if p.gpu is not None})
         out.append(
@@ -152,3 +174,16 @@ def check(ctx: Context) -> list[Finding]:
 
 def _list(indices: list[int], total: int) -> str:
     return "all" if len(indices) == total and total > 1 else ", ".join(map(str, indices))
+
+
+def _served_pids(ctx: Context) -> dict[int, str]:
+    """pid -> task of every process in the group of a live engine that the serve task
+    launched (the serve section lists each live engine's group members)."""
+    serve = ctx.section("serve")
+    out: dict[int, str] = {}
+    for state in getattr(serve, "states", ()):
+        if state.alive:
+            for pid in (*state.members, state.pid):
+                if pid is not None:
+                    out[pid] = state.task or state.file
+    return out

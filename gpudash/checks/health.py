@@ -1,18 +1,24 @@
-"""GPU health: Xids, clock slowdowns, PCIe links, memory errors, lost GPUs, fabric manager,
-RDMA ports, /dev/shm and memlock, from the health section. Pure functions of its result.
+"""GPU health: Xids, clock slowdowns, PCIe links, memory errors, lost GPUs, the NVLink
+fabric and its manager, RDMA ports, /dev/shm and memlock, from the health section. Pure
+functions of its result (the memory, fabric and RDMA rules have modules of their own).
 
 Every finding names the GPU (index and bus id, where the gpus section gives the index), says
-why it matters for serving, and gives the fix. A fact the probe could not read (a restricted
-kernel log, no nvidia-smi) is an info finding saying so, never "ok".
+why it matters for serving, gives the fix, and says in `facts["judged_from"]` what it was
+judged from. A fact the probe could not read (a restricted kernel log, no PCI bus, no
+nvidia-smi) is a finding saying so, never "ok"; `health.ok` names what it looked at and what
+it could not.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from gpudash.checks.fabric import fabric_findings
 from gpudash.checks.facts import xid as xid_facts
 from gpudash.checks.finding import Finding, Severity
+from gpudash.checks.gpu_memory import MEMORY_XIDS, memory_findings, state_read
+from gpudash.checks.rdma import rdma_findings
 from gpudash.probe.kernel_log import bus_key
 from gpudash.probe.sections.health import Health
 from gpudash.probe.smiq import SLOWDOWN_REASONS
@@ -29,10 +35,37 @@ def check(ctx: Context) -> list[Finding]:
     health = ctx.section("health", Health)
     if health is None:
         return []
-    return check_health(health, ctx.gpu_list)
+    system = ctx.system
+    return check_health(
+        health,
+        ctx.gpu_list,
+        uptime_s=getattr(system, "uptime_s", None),
+        evidence=_evidence(ctx.section("verify")),
+    )
 
 
-def check_health(health: Any, gpu_list: Any = ()) -> list[Finding]:
+def _evidence(verify: Any) -> list[str]:
+    """The error texts the last verify run left (torch, per GPU, NCCL, engines): where a
+    CUDA error 802 would show."""
+    result = getattr(verify, "result", None)
+    if result is None:
+        return []
+    parts = [
+        getattr(result, "torch", None),
+        getattr(result, "nccl", None),
+        *(getattr(result, "gpus", None) or ()),
+        *(getattr(result, "engines", None) or ()),
+    ]
+    errors = [e for p in parts if isinstance(e := getattr(p, "error", None), str)]
+    return errors + [f for f in getattr(result, "failures", ()) if isinstance(f, str)]
+
+
+def check_health(
+    health: Any,
+    gpu_list: Any = (),
+    uptime_s: float | None = None,
+    evidence: Iterable[str] = (),
+) -> list[Finding]:
     index = {bus_key(getattr(g, "bus_id", None)): g.index for g in gpu_list or ()}
     for n, g in enumerate(health.gpus):  # nvidia-smi -q lists GPUs in index order
         index.setdefault(g.key, n)
@@ -41,88 +74,80 @@ def check_health(health: Any, gpu_list: Any = ()) -> list[Finding]:
         i = index.get(key)
         return f"GPU {i} ({key})" if i is not None else f"GPU {key or '?'}"
 
+    read = {g.key for g in health.gpus if state_read(g)}
     out: list[Finding] = []
-    out += _xids(health, who)
+    out += _kernel(health, who, read)
     out += _lost(health, who)
     for g in health.gpus:
-        out += _gpu(g, who(g.key))
-    # Persistence mode on every GPU (the driver's legacy mode, nvidia-smi -pm 1) keeps the
-    # driver loaded as the daemon would: no daemon is then nothing to fix.
-    legacy = bool(gpu_list) and all(getattr(g, "persistence", None) for g in gpu_list)
-    out += _fabric(health, legacy)
-    out += _network(health)
-    looked = health.gpus or health.kernel.source or health.pci is not None
-    if not any(f.severity.rank >= Severity.WARN.rank for f in out) and looked:
-        seen = [f"{len(health.gpus)} GPU(s)"] if health.gpus else []
-        if health.kernel.source:
-            seen.append(f"kernel log ({health.kernel.source})")
-        out.append(
-            Finding(
-                Severity.OK,
-                "health.ok",
-                "GPU health: nothing wrong in " + ", ".join(seen or ["the PCI bus"]),
-                facts={"looked_at": seen},
-            )
-        )
+        mem = [e for e in health.kernel.xids if e.xid in MEMORY_XIDS and e.bus == g.key]
+        out += _gpu(g, who(g.key)) + memory_findings(g, who(g.key), mem if g.key in read else [])
+    out += fabric_findings(health, who, uptime_s, list(evidence))
+    out += _persistence(health, gpu_list)
+    out += rdma_findings(list(health.rdma), health.memlock_unlimited, health.memlock_kib)
+    out += _shm(health)
+    if not any(f.severity.rank >= Severity.WARN.rank for f in out):
+        out += _ok(health)
     return out
 
 
-def _xids(health: Any, who: Any) -> list[Finding]:
+def _ok(health: Any) -> list[Finding]:
+    seen = [f"{len(health.gpus)} GPU(s)"] if health.gpus else []
+    if health.kernel.source:
+        seen.append(f"kernel log ({health.kernel.source})")
+    if _pci_ok(health):
+        seen.append("the PCI bus")
+    if not seen:
+        return []
+    gaps = (
+        ("nvidia-smi -q", not health.gpus),
+        ("kernel log", not health.kernel.source),
+        ("PCI bus", not _pci_ok(health)),
+    )
+    unread = [name for name, gone in gaps if gone]
+    return [
+        Finding(
+            Severity.OK,
+            "health.ok",
+            "GPU health: nothing wrong in "
+            + ", ".join(seen)
+            + (f" (not read: {', '.join(unread)})" if unread else ""),
+            facts={"looked_at": seen, "not_read": unread, "judged_from": ", ".join(seen)},
+        )
+    ]
+
+
+def _kernel(health: Any, who: Any, read: set[str | None]) -> list[Finding]:
     k = health.kernel
     if k.source is None:
         return [
             Finding(
                 Severity.INFO,
                 "health.kernel_log_unreadable",
-                "Kernel log not readable: Xid errors unknown",
+                f"Kernel log not readable: {k.why_unreadable or 'no reader'}; Xid errors unknown",
                 why="Xids are the driver's record of GPU faults since boot; without "
                 "the log a GPU that faulted looks healthy.",
                 fix="Run the probe as a user in the adm or systemd-journal group, or "
-                "allow dmesg (sysctl kernel.dmesg_restrict=0).",
-                facts={"why": k.why_unreadable},
+                "allow dmesg (sysctl kernel.dmesg_restrict=0); install util-linux (dmesg) "
+                "and awk where they are missing.",
+                facts={"why": k.why_unreadable, "judged_from": "the probe's klog part"},
             )
         ]
-    groups: dict[tuple[int, str | None], list[Any]] = {}
-    for e in k.xids:
-        groups.setdefault((e.xid, e.bus), []).append(e)
     out = []
-    for (code, bus), events in groups.items():
-        row = xid_facts.info(code)
-        sev = max(
-            (xid_facts.severity_of(code, e.text) for e in events),
-            key=("info", "warn", "fail").index,
-        )
-        last = events[-1]
-        action = row.action if row else ""
+    for e in k.xids:
+        if e.xid in MEMORY_XIDS and e.bus in read:
+            continue  # judged with the GPU's memory state (gpu_memory)
+        out.append(_xid(e, who, k.source))
+    if k.truncated:
         out.append(
             Finding(
-                _SEV[sev],
-                f"health.xid_{code}",
-                f"Xid {code} on {who(bus)}: {row.description if row else 'not in the catalog'}"
-                + (f" (x{len(events)})" if len(events) > 1 else ""),
-                why=(
-                    f"NVIDIA's catalog: {row.mnemonic}, immediate action {action or 'none given'}."
-                    if row
-                    else "An Xid NVIDIA's catalog does not list for current GPUs."
-                )
-                + (
-                    " The GPU needs that action before it serves reliably." if sev == "fail" else ""
-                ),
-                fix=xid_facts.ACTION_FIX.get(action, "See NVIDIA's Xid catalog for this code.")
-                if sev != "info"
-                else "Nothing for the GPU; the application that hit it may be at fault.",
-                facts={
-                    "xid": code,
-                    "bus": bus,
-                    "count": len(events),
-                    "last": last.text,
-                    "when": last.when,
-                    "pid": last.pid,
-                    "process": last.process,
-                    "action": action,
-                    "source": k.source,
-                    "catalog": xid_facts.CATALOG_URL,
-                },
+                Severity.WARN,
+                "health.kernel_log_truncated",
+                f"Kernel log: {k.dropped or 'some'} Xid line(s) of more distinct GPU/Xid "
+                "pairs than gpudash keeps were not read",
+                why="The log names more different (GPU, Xid) pairs than any healthy host "
+                "does; the Xids kept are shown, others may be missing.",
+                fix="Read the log on the host: `dmesg | grep -i xid`.",
+                facts={"dropped": k.dropped, "judged_from": f"kernel log ({k.source})"},
             )
         )
     for bus in k.fallen_off:
@@ -135,17 +160,80 @@ def _xids(health: Any, who: Any) -> list[Finding]:
                     why="The driver cannot reach the GPU; it serves nothing.",
                     fix="Reboot; if it recurs, reseat the GPU and check its power, "
                     "or raise a hardware ticket.",
-                    facts={"bus": bus},
+                    facts={"bus": bus, "judged_from": f"kernel log ({k.source})"},
                 )
             )
     return out
 
 
+def _xid(e: Any, who: Any, source: str) -> Finding:
+    row = xid_facts.info(e.xid)
+    sev = xid_facts.severity_of(e.xid, e.text)
+    action = row.action if row else ""
+    gsp = e.xid in xid_facts.GSP_XIDS
+    return Finding(
+        _SEV[sev],
+        f"health.xid_{e.xid}",
+        f"Xid {e.xid} on {who(e.bus)}: {row.description if row else 'not in the catalog'}"
+        + (f" (x{e.count})" if e.count > 1 else ""),
+        why=(
+            f"NVIDIA's catalog: {row.mnemonic}, immediate action {action or 'none given'}."
+            if row
+            else "An Xid NVIDIA's catalog does not list for current GPUs."
+        )
+        + (" The GPU needs that action before it serves reliably." if sev == "fail" else "")
+        + (" The GPU's firmware (GSP) stopped answering the driver." if gsp else ""),
+        fix=xid_facts.fix_for(e.xid, action)
+        if sev != "info"
+        else "Nothing for the GPU; the application that hit it may be at fault.",
+        facts={
+            "xid": e.xid,
+            "bus": e.bus,
+            "count": e.count,
+            "last": e.text,
+            "when": e.when,
+            "first_when": e.first_when,
+            "pid": e.pid,
+            "process": e.process,
+            "action": action,
+            "catalog": xid_facts.CATALOG_URL,
+            **({"workaround_source": xid_facts.GSP_SOURCE} if gsp else {}),
+            "judged_from": f"kernel log ({source})",
+        },
+    )
+
+
+def _pci_ok(health: Any) -> bool:
+    """The bus was read and shows at least the GPUs nvidia-smi sees: a sysfs without the
+    devices (a sandbox) reads as zero GPUs and proves nothing."""
+    return health.pci is not None and not (health.gpus and not health.pci_gpus)
+
+
 def _lost(health: Any, who: Any) -> list[Finding]:
     lost = sorted(set(health.lost_gpus) | set(health.unreachable))
+    out = []
+    if not _pci_ok(health) and health.gpus:
+        why = getattr(health, "pci_why", None) or (
+            f"the bus shows no NVIDIA GPU while nvidia-smi lists {len(health.gpus)}"
+            if health.pci is not None
+            else "not read"
+        )
+        out.append(
+            Finding(
+                Severity.INFO,
+                "health.pci_unreadable",
+                f"PCI bus not readable ({why}): the lost-GPU check did not run",
+                why="A GPU that fell off the bus is missing from nvidia-smi too; only the "
+                "PCI bus shows it is there, so without the bus a lost GPU goes unseen.",
+                fix="Give the probe /sys/bus/pci (mount sysfs in the container) or install "
+                "pciutils (lspci).",
+                facts={"why": why, "judged_from": "/sys/bus/pci/devices, lspci"},
+            )
+        )
     if not lost:
-        return []
+        return out
     return [
+        *out,
         Finding(
             Severity.FAIL,
             "health.lost_gpus",
@@ -154,8 +242,13 @@ def _lost(health: Any, who: Any) -> list[Finding]:
             "nvidia-smi: a serving engine sized for all of them will not start.",
             fix="Check `dmesg` for Xid 79 / 'fallen off the bus' on those bus ids; reboot; reseat "
             "or replace the GPU if it stays missing.",
-            facts={"missing": lost, "on_bus": len(health.pci_gpus), "seen": len(health.gpus)},
-        )
+            facts={
+                "missing": lost,
+                "on_bus": len(health.pci_gpus),
+                "seen": len(health.gpus),
+                "judged_from": "PCI bus (sysfs or lspci) against nvidia-smi -q",
+            },
+        ),
     ]
 
 
@@ -172,7 +265,7 @@ def _gpu(g: Any, name: str) -> list[Finding]:
                 "drop and one slow GPU sets the pace of tensor parallelism.",
                 fix="Check cooling, fans and PSUs (`nvidia-smi -q -d PERFORMANCE,"
                 "TEMPERATURE,POWER`); if it persists idle, raise a hardware ticket.",
-                facts={"reasons": list(g.reasons)},
+                facts={"reasons": list(g.reasons), "judged_from": "nvidia-smi -q clocks"},
             )
         )
     if g.pcie_width and g.pcie_width_max and g.pcie_width < g.pcie_width_max:
@@ -184,7 +277,7 @@ def _gpu(g: Any, name: str) -> list[Finding]:
                 why="A narrower link divides host-to-GPU bandwidth: model loading "
                 "and KV-cache offload slow down by the same factor.",
                 fix="Reseat the GPU or its riser/cable; check the slot in the BIOS.",
-                facts={"width": g.pcie_width, "max": g.pcie_width_max},
+                facts={"width": g.pcie_width, "max": g.pcie_width_max, "judged_from": "-q PCI"},
             )
         )
     busy = g.util_percent is not None and g.util_percent > BUSY_PERCENT
@@ -197,10 +290,14 @@ def _gpu(g: Any, name: str) -> list[Finding]:
                 why="Idle links train down to save power; under load they should "
                 "run at the max generation.",
                 fix="Check the slot's BIOS setting and the riser; reseat the GPU.",
-                facts={"gen": g.pcie_gen, "max": g.pcie_gen_max, "util_percent": g.util_percent},
+                facts={
+                    "gen": g.pcie_gen,
+                    "max": g.pcie_gen_max,
+                    "util_percent": g.util_percent,
+                    "judged_from": "nvidia-smi -q PCI and utilization",
+                },
             )
         )
-    out += _memory(g, name)
     if g.recovery_action and g.recovery_action != "None":
         out.append(
             Finding(
@@ -209,122 +306,18 @@ def _gpu(g: Any, name: str) -> list[Finding]:
                 f"{name} recovery action: {g.recovery_action}",
                 why="The driver says the GPU cannot run work until this is done.",
                 fix="Do what it says (drain, then `nvidia-smi -r`, or reboot).",
-                facts={"action": g.recovery_action},
+                facts={"action": g.recovery_action, "judged_from": "nvidia-smi -q"},
             )
         )
     return out
 
 
-def _memory(g: Any, name: str) -> list[Finding]:
-    out = []
-    if g.remap_failure:
-        out.append(
-            Finding(
-                Severity.FAIL,
-                "health.remap_failure",
-                f"{name} row remapping failed",
-                why="The GPU can no longer hide bad HBM rows: uncorrectable errors "
-                "will keep crashing work on it (an RMA criterion).",
-                fix="Take the GPU out of service and raise an RMA with the vendor.",
-                facts={"uncorrectable_rows": g.remap_uncorrectable},
-            )
-        )
-    if g.unrepairable_memory:
-        out.append(
-            Finding(
-                Severity.FAIL,
-                "health.unrepairable_memory",
-                f"{name} reports unrepairable memory",
-                why="Memory errors the GPU cannot repair will recur.",
-                fix="Take the GPU out of service and raise an RMA.",
-                facts={},
-            )
-        )
-    pending = []
-    if g.remap_pending:
-        pending.append("row remap")
-    if g.retired_pending:
-        pending.append("page retirement")
-    pending += list(g.repair_pending)
-    if pending:
-        out.append(
-            Finding(
-                Severity.WARN,
-                "health.reset_pending",
-                f"{name} has a pending {', '.join(pending)}: reset the GPU",
-                why="The repair takes effect only after a GPU reset; until then the "
-                "bad memory can still be handed to a model.",
-                fix="Drain the GPU, then `nvidia-smi -r -i N` (or reboot).",
-                facts={"pending": pending},
-            )
-        )
-    if g.ecc_uncorrected_volatile:
-        out.append(
-            Finding(
-                Severity.FAIL,
-                "health.ecc_uncorrected",
-                f"{name} {g.ecc_uncorrected_volatile} uncorrectable ECC error(s) "
-                "since the driver loaded",
-                why="Uncorrectable errors corrupt or kill the work that hits them.",
-                fix="Reset the GPU; if errors return, raise a hardware ticket.",
-                facts={
-                    "volatile": g.ecc_uncorrected_volatile,
-                    "aggregate": g.ecc_uncorrected_aggregate,
-                },
-            )
-        )
-    if g.sram_threshold_exceeded:
-        out.append(
-            Finding(
-                Severity.FAIL,
-                "health.sram_threshold",
-                f"{name} SRAM error threshold exceeded",
-                why="NVIDIA's Xid 48 guidance: past the SRAM threshold, run field "
-                "diagnostics and follow the RMA flow.",
-                fix="Run the field diagnostics; RMA the GPU if they fail.",
-                facts={},
-            )
-        )
-    return out
-
-
-def _fabric(health: Any, legacy_persistence: bool = False) -> list[Finding]:
-    fm = health.fabric_manager
-    out = []
-    if fm is not None:
-        running = fm.active == "active" or any(
-            d.startswith("nv-fabricmanage") for d in health.daemons or ()
-        )
-        drv = health.driver_version
-        mismatch = fm.version and drv and fm.version != drv
-        if not running or mismatch or (fm.driver_seen and fm.version != fm.driver_seen):
-            out.append(
-                Finding(
-                    Severity.FAIL,
-                    "health.fabric_manager",
-                    "NVSwitch fabric manager "
-                    + (
-                        f"{fm.version} does not match driver {fm.driver_seen or drv}"
-                        if (mismatch or fm.driver_seen)
-                        else "is not running"
-                    )
-                    + f" ({health.nvswitches} NVSwitch(es))",
-                    why="Without a running fabric manager of the driver's exact "
-                    "version the NVSwitch fabric never trains: CUDA fails with "
-                    "error 802 (system not yet initialized).",
-                    fix="Install nvidia-fabricmanager of the driver's version and "
-                    "`systemctl enable --now nvidia-fabricmanager`.",
-                    facts={
-                        "active": fm.active,
-                        "sub": fm.sub,
-                        "version": fm.version,
-                        "driver": drv,
-                        "log": list(fm.log),
-                    },
-                )
-            )
-    if health.gpus and health.persistenced is False and not legacy_persistence:
-        out.append(
+def _persistence(health: Any, gpu_list: Any) -> list[Finding]:
+    # Persistence mode on every GPU (the driver's legacy mode, nvidia-smi -pm 1) keeps the
+    # driver loaded as the daemon would: no daemon is then nothing to fix.
+    legacy = bool(gpu_list) and all(getattr(g, "persistence", None) for g in gpu_list)
+    if health.gpus and health.persistenced is False and not legacy:
+        return [
             Finding(
                 Severity.INFO,
                 "health.no_persistenced",
@@ -332,47 +325,15 @@ def _fabric(health: Any, legacy_persistence: bool = False) -> list[Finding]:
                 why="Without it the driver unloads state when idle: the first CUDA "
                 "call after idle pays a multi-second init.",
                 fix="`systemctl enable --now nvidia-persistenced`.",
-                facts={},
+                facts={"judged_from": "/proc/*/comm"},
             )
-        )
-    return out
+        ]
+    return []
 
 
-def _network(health: Any) -> list[Finding]:
-    out = []
-    ports = list(health.rdma)
-    down = [p for p in ports if p.state != "ACTIVE"]
-    if down:
-        out.append(
-            Finding(
-                Severity.WARN,
-                "health.rdma_down",
-                f"{len(down)} of {len(ports)} RDMA port(s) not active: "
-                + ", ".join(f"{p.device}/{p.port} {p.state}" for p in down[:8]),
-                why="NCCL spreads multi-node traffic over every HCA; a port down "
-                "lowers bandwidth or makes ranks pick a slower path.",
-                fix="Check the cable and the switch port (`ibstat`); exclude the "
-                "HCA with NCCL_IB_HCA until fixed.",
-                facts={"down": [f"{p.device}/{p.port}" for p in down]},
-            )
-        )
-    rates = [p.rate_gbps for p in ports if p.state == "ACTIVE" and p.rate_gbps]
-    if len(rates) >= 2:
-        common, _ = Counter(rates).most_common(1)[0]
-        slow = [p for p in ports if p.state == "ACTIVE" and p.rate_gbps and p.rate_gbps < common]
-        if slow:
-            out.append(
-                Finding(
-                    Severity.WARN,
-                    "health.rdma_slow",
-                    f"{len(slow)} RDMA port(s) below {common:g} Gb/s",
-                    why="Collectives run at the slowest link's speed.",
-                    fix="Check the cable/transceiver and the switch port speed.",
-                    facts={"slow": [f"{p.device}/{p.port} {p.rate_gbps:g}" for p in slow]},
-                )
-            )
+def _shm(health: Any) -> list[Finding]:
     if health.shm_kib is not None and health.shm_kib < SHM_MIN_KIB:
-        out.append(
+        return [
             Finding(
                 Severity.WARN,
                 "health.shm_small",
@@ -380,19 +341,7 @@ def _network(health: Any) -> list[Finding]:
                 why="NCCL and the engines' multi-process workers share memory "
                 "through /dev/shm; 64 MiB (Docker's default) fails tensor parallel.",
                 fix="Run the container with --ipc=host or --shm-size=16g (or more).",
-                facts={"shm_kib": health.shm_kib},
+                facts={"shm_kib": health.shm_kib, "judged_from": "df -Pk /dev/shm"},
             )
-        )
-    if ports and not health.memlock_unlimited and health.memlock_kib is not None:
-        out.append(
-            Finding(
-                Severity.WARN,
-                "health.memlock",
-                f"memlock limit {health.memlock_kib} KiB with RDMA ports present",
-                why="RDMA registers (pins) buffers; a low memlock limit makes NCCL "
-                "fail to register memory over InfiniBand/RoCE.",
-                fix="Set `ulimit -l unlimited` (limits.conf, or --ulimit memlock=-1).",
-                facts={"memlock_kib": health.memlock_kib},
-            )
-        )
-    return out
+        ]
+    return []

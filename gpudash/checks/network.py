@@ -35,13 +35,18 @@ def check(ctx: Context) -> list[Finding]:
     for t in net.targets:
         if t.ok:
             continue
+        if t.url == "?":  # cut off before it printed its URL: nothing to name but that
+            title = "a site check was cut off before it answered (the probe's time ran out)"
+        else:
+            service = SERVICES.get((t.host or "").lower(), t.host or t.url)
+            reason = t.error or (f"HTTP {t.http_status}" if t.http_status else "no answer")
+            title = f"{service} unreachable ({t.url}): {reason}"
         service = SERVICES.get((t.host or "").lower(), t.host or t.url)
-        reason = t.error or (f"HTTP {t.http_status}" if t.http_status else "no answer")
         out.append(
             Finding(
                 Severity.WARN,
                 "network.unreachable",
-                f"{service} unreachable ({t.url}): {reason}",
+                title,
                 why=_WHY.get(service, "Downloads from it fail."),
                 fix="Check DNS, the firewall and proxy settings (https_proxy); use a mirror "
                 "(HF_ENDPOINT, --index-url) if the host is meant to be offline.",

@@ -49,7 +49,7 @@ def check(ctx: Context) -> list[Finding]:
         out, board = _per_board(topo.matrix, [g.name for g in gpus], names)
     else:
         out, board = _all_pairs(topo.matrix, names), None
-    out.extend(_links_and_fabric(topo))
+    out.extend(_links_and_fabric(topo, _fabric_read_by_health(ctx)))
     if not out:
         summary = f"{topo.summary}" + (f"; wired as {board.description}" if board else "")
         out.append(
@@ -105,7 +105,14 @@ def _all_pairs(matrix: Matrix, names: str) -> list[Finding]:
     return out
 
 
-def _links_and_fabric(topo: Topology) -> list[Finding]:
+def _fabric_read_by_health(ctx: Context) -> bool:
+    """The health section reads Fabric State and Status on every GPU with the host's uptime
+    (`gpudash.checks.fabric`): where it did, the fabric is judged there, once."""
+    health = ctx.section("health")
+    return any(getattr(g, "fabric_state", None) for g in getattr(health, "gpus", ()))
+
+
+def _links_and_fabric(topo: Topology, fabric_judged: bool = False) -> list[Finding]:
     out: list[Finding] = []
     if topo.inactive_links:
         per_gpu = {
@@ -125,7 +132,7 @@ def _links_and_fabric(topo: Topology) -> list[Finding]:
             )
         )
     bad = [s for s in topo.fabric_states if s not in FABRIC_READY]
-    if bad:
+    if bad and not fabric_judged:
         out.append(
             Finding(
                 Severity.FAIL,

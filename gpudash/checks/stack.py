@@ -133,8 +133,8 @@ def driver_path(
             "mvc",
             f"driver {driver} runs {name} through minor-version compatibility (>= {floor})",
         )
-    need = NATIVE_MIN_DRIVER.get(cuda) if floor is None else floor
-    return "none", f"driver {driver} is older than {need or '?'}, the minimum for {name}"
+    least = NATIVE_MIN_DRIVER.get(cuda) if floor is None else floor
+    return "none", f"driver {driver} is older than {least or '?'}, the minimum for {name}"
 
 
 def min_driver(cuda: tuple[int, int]) -> str | None:

@@ -465,7 +465,7 @@ def _links(result: VerifyResult) -> list[Finding]:
 
 
 def _fabric(gpus: Sequence[VerifyGpu]) -> str | None:
-    fabrics = {(peak_for(g.name).fabric if peak_for(g.name) else None) for g in gpus}
+    fabrics = {(peak.fabric if (peak := peak_for(g.name)) else None) for g in gpus}
     return fabrics.pop() if len(fabrics) == 1 else None
 
 

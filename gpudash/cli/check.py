@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from gpudash.checks.finding import Finding, Severity, counts, worst_severity
-from gpudash.checks.fixes import fix_phrase
+from gpudash.cli.check_text import CheckText, write_text
 from gpudash.cli.errors import ExitCode, UsageError
 from gpudash.cli.hosts import add_config_option, add_selection, replayed, select_hosts, with_peers
 from gpudash.config.model import Config
@@ -71,7 +71,7 @@ def _check(args: argparse.Namespace) -> ExitCode:
     if output is not None and not output.parent.is_dir():
         raise UsageError(f"{output}: no such directory {str(output.parent)!r}")
     config = replayed(args)
-    config, hosts = select_hosts(config, args.hosts, args.tags)
+    config, hosts = select_hosts(config, args.hosts, args.tags, accept_new=args.accept_new_host_key)
     names = [h.name for h in hosts]
     found = asyncio.run(_check_streaming(config, names, args, fmt, output))
     threshold = Severity(args.fail_on).rank
@@ -86,12 +86,14 @@ async def _check_streaming(
     anything to a file: one document at the end, in the order the hosts were named."""
     found: dict[str, tuple[Finding, ...]] = {}
     results: dict[str, HostResult] = {}
+    streamed = CheckText(sys.stdout, show_ok=args.all)
     async for name, findings in stream_findings(config, names, results):
         found[name] = findings
         if fmt == "text" and output is None:
-            write_text({name: findings}, sys.stdout, show_ok=args.all)
+            streamed.host(name, findings)
     found = {n: found[n] for n in names if n in found}
     if fmt == "text" and output is None:
+        streamed.end()
         return found
     buffer = io.StringIO()
     if fmt == "json":
@@ -214,25 +216,6 @@ def write_json(found: dict[str, tuple[Finding, ...]], out: TextIO) -> None:
     doc = envelope({"ok": not failed, "facts_date": FACTS_DATE, "hosts": hosts})
     json.dump(doc, out, indent=2)
     out.write("\n")
-
-
-def write_text(found: dict[str, tuple[Finding, ...]], out: TextIO, *, show_ok: bool) -> None:
-    for name, findings in found.items():
-        n = counts(findings)
-        worst = worst_severity(findings) or Severity.OK
-        tally = ", ".join(f"{n[s]} {s.value}" for s in reversed(Severity) if n[s])
-        out.write(f"{name}: {worst.value.upper()} ({tally or 'no findings'})\n")
-        for f in findings:
-            if f.severity is Severity.OK and not show_ok:
-                continue
-            out.write(f"  {f.severity.value.upper():<4}  {f.code}: {f.title}\n")
-            if f.severity.rank >= Severity.WARN.rank:
-                if f.why:
-                    out.write(f"        why: {f.why}\n")
-                if f.fix:
-                    task = fix_phrase(f.fix_task, f.fix_key)
-                    out.write(f"        fix: {f.fix}{'  ' + task if task else ''}\n")
-    out.flush()
 
 
 __all__ = ["register", "stream_findings", "write_json", "write_text"]

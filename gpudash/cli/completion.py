@@ -33,6 +33,7 @@ _POSITIONALS = {
     "report": ("host",),
     "tasks": ("host",),
     "run": ("task", "host"),
+    "stop": ("task", "host"),
     "parse": ("kind", "@files"),
     "completion": ("shell",),
 }

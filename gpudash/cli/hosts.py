@@ -111,6 +111,12 @@ def add_selection(parser: argparse.ArgumentParser, *, hosts: bool = True) -> Non
         metavar="TAG",
         help="hosts carrying this tag (repeatable: any of them)",
     )
+    parser.add_argument(
+        "--accept-new-host-key",
+        action="store_true",
+        help="trust a host key seen for the first time (recorded in known_hosts, its"
+        " fingerprint printed); a changed key is still refused",
+    )
 
 
 _GLOB = re.compile(r"[*?\[]")
@@ -131,11 +137,41 @@ def _target(word: str) -> HostConfig | None:
 
 
 def select_hosts(
-    config: Config, names: Sequence[str], tags: Sequence[str] = ()
+    config: Config, names: Sequence[str], tags: Sequence[str] = (), *, accept_new: bool = False
 ) -> tuple[Config, list[HostConfig]]:
     """The hosts `names` and `tags` select (no names and no tags: every host), each once:
     named ones in the order given, a glob's or tag's matches in config order. The config
-    comes back with the ad-hoc targets added, so the fleet can reach them by name."""
+    comes back with the ad-hoc targets added, so the fleet can reach them by name.
+    `accept_new` (`--accept-new-host-key`): `accept_new_keys` on the selected hosts."""
+    config, hosts = _select(config, names, tags)
+    return accept_new_keys(config, hosts) if accept_new else (config, hosts)
+
+
+def accept_new_keys(config: Config, hosts: list[HostConfig]) -> tuple[Config, list[HostConfig]]:
+    """The selected hosts under `host_key_policy = "accept-new"` for this command (those set
+    to "strict"; "insecure" stays as configured), and each key recorded is said on stderr
+    with its fingerprint: an ad-hoc `user@host` has no config to set the policy in."""
+    import logging
+    import sys
+
+    changed = {
+        h.name: dataclasses.replace(h, host_key_policy="accept-new")
+        for h in hosts
+        if h.host_key_policy == "strict"
+    }
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("gpudash: %(message)s"))
+    handler.addFilter(lambda record: " recorded " in record.getMessage())
+    logger = logging.getLogger("gpudash.transport.ssh")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    config = dataclasses.replace(config, hosts=tuple(changed.get(h.name, h) for h in config.hosts))
+    return config, [changed.get(h.name, h) for h in hosts]
+
+
+def _select(
+    config: Config, names: Sequence[str], tags: Sequence[str], *, tag_flag: bool = True
+) -> tuple[Config, list[HostConfig]]:
     if not names and not tags:
         return config, list(config.hosts)
     by_name = {h.name: h for h in config.hosts}
@@ -156,14 +192,18 @@ def select_hosts(
             if name not in chosen:
                 chosen[name] = target
                 extra.append(target)
+        elif tagged := [h.name for h in config.hosts if name in h.tags]:  # not "b300-04?"
+            if tag_flag:
+                raise UsageError(f"{name!r} is a tag, not a host: --tag {name}")
+            raise UsageError(f"{name!r} is a tag, not a host ({', '.join(tagged)}): name one")
         else:
             raise UsageError(_unknown("host", name, list(by_name), where))
     known_tags = list(dict.fromkeys(t for h in config.hosts for t in h.tags))
     for tag in tags:
-        tagged = [h for h in config.hosts if tag in h.tags]
-        if not tagged:
+        members = [h for h in config.hosts if tag in h.tags]
+        if not members:
             raise UsageError(_unknown("tag", tag, known_tags, where))
-        for host in tagged:
+        for host in members:
             chosen.setdefault(host.name, host)
     if extra:
         config = dataclasses.replace(config, hosts=(*config.hosts, *extra))
@@ -195,7 +235,7 @@ def require_hosts(config: Config, names: Sequence[str]) -> list[HostConfig]:
 def one_host(config: Config, name: str) -> tuple[Config, HostConfig]:
     """The one host a single-host command (report, tasks HOST) names: a name, a glob that
     matches exactly one host, or an ad-hoc target."""
-    config, hosts = select_hosts(config, [name])
+    config, hosts = _select(config, [name], (), tag_flag=False)
     if len(hosts) != 1:
         listed = ", ".join(h.name for h in hosts)
         raise UsageError(f"{name!r} matches {len(hosts)} hosts ({listed}): name one")

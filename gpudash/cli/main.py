@@ -29,10 +29,16 @@ COMMAND_MODULES: dict[str, str] = {
     "parse": "gpudash.cli.parse",
     "tasks": "gpudash.cli.tasks",
     "run": "gpudash.cli.tasks",
+    "stop": "gpudash.cli.stop",
     "check": "gpudash.cli.check",
     "report": "gpudash.cli.report",
     "completion": "gpudash.cli.completion",
 }
+
+
+NOT_A_TERMINAL = "not a terminal: use `gpudash probe` or `gpudash check` (the dashboard needs one)"
+"""`gpudash` with stdin or stdout not a terminal (`gpudash < /dev/null > out`): one line and
+exit 2, instead of the app writing escape codes into a file until it is killed."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
         """A command's options anywhere among its positionals (`gpudash parse smi --text F`):
         plain argparse matches `KIND [FILE]` in one go at `smi`, leaving FILE unrecognized
         once an option sits between them. Intermixed parsing cannot take a parser that has
@@ -63,7 +69,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         description="Triage and bootstrap GPU machines for LLM inference, over SSH.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
-    parser.add_argument("--config", metavar="PATH", help="config file (default: see README)")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $GPUDASH_CONFIG, else $XDG_CONFIG_HOME/gpudash/config.toml,"
+        " i.e. ~/.config/gpudash/config.toml; with none: this machine)",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name in _command_modules(argv):
         importlib.import_module(name).register(sub)
@@ -148,6 +159,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command is not None:
             code: ExitCode = args.handler(args)
             return int(code)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):  # the app would draw into a file
+            raise UsageError(NOT_A_TERMINAL)
         from gpudash.cli.hosts import load
         from gpudash.ui import run_app
 

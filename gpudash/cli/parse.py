@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,14 +22,18 @@ from typing import Any
 from gpudash.cli.errors import ExitCode, UsageError
 from gpudash.probe import TOOL_KINDS
 
+_QUERY_FIELD = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*(?: \[[^\]]{1,16}\])?")
+"""A `--query-gpu` column as nvidia-smi heads it ("memory.total [MiB]"): a CSV whose header
+is anything else (any text file's line) is not that tool's output."""
+
 # What each kind is called in the "not found" line, and the test that its output is there:
 # a parse that found no row of the tool's own shape found nothing.
 _FOUND: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
     "topo": ("no `nvidia-smi topo -m` matrix found", lambda d: bool(d.get("gpus"))),
     "smi": ("no nvidia-smi table found", lambda d: bool(d.get("gpus"))),
     "query": (
-        "no `nvidia-smi --query-gpu` CSV found",
-        lambda d: bool(d.get("rows")),
+        "no `nvidia-smi --query-gpu` CSV found (a noheader one needs --fields)",
+        lambda d: bool(d.get("rows")) and all(_QUERY_FIELD.fullmatch(h) for h in d["header"]),
     ),
     "nvlink": ("no `nvidia-smi nvlink --status` output found", lambda d: bool(d.get("gpus"))),
     "nvcc": ("no `nvcc --version` output found", lambda d: bool(d.get("release"))),

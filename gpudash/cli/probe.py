@@ -23,6 +23,7 @@ from gpudash.cli.hosts import add_config_option, add_selection, load, replay_con
 from gpudash.config.model import Config
 from gpudash.fleet import Fleet
 from gpudash.model import Event, HostResult, HostState, HostStateChanged, ProbeFinished, SectionDone
+from gpudash.probe.registry import SECTION_NAMES
 from gpudash.summary import section_line
 from gpudash.text import clean_line
 
@@ -44,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _probe(args: argparse.Namespace) -> ExitCode:
     config = replay_config(Path(args.replay)) if args.replay else load(args)
-    config, hosts = select_hosts(config, args.hosts, args.tags)
+    config, hosts = select_hosts(config, args.hosts, args.tags, accept_new=args.accept_new_host_key)
     names = [h.name for h in hosts] if args.hosts or args.tags else None
     save = Path(args.save) if args.save else None
     if save is not None:
@@ -79,7 +80,7 @@ async def probe_command(
         hosts = fleet.hosts(names)
         width = max((len(h.name) for h in hosts), default=4)
         stream = interleave or len(hosts) < 2
-        held: dict[str, list[str]] = {}
+        held: dict[str, list[tuple[int, str]]] = {}
         async for event in fleet.probe(names):
             snapshot = fleet.results[event.host]  # the fleet folded `event` in already
             if not as_json and (line := _event_line(event, snapshot, width)) is not None:
@@ -87,7 +88,7 @@ async def probe_command(
                     out.write(line)
                     out.flush()
                 else:
-                    held.setdefault(event.host, []).append(line)
+                    held.setdefault(event.host, []).append((_rank(event), line))
             if isinstance(event, ProbeFinished):
                 if save is not None:
                     from gpudash.saved import save_host
@@ -98,10 +99,10 @@ async def probe_command(
                         unsaved.append(event.host)
                         print(f"gpudash: --save: {clean_line(str(exc))}", file=sys.stderr)
                 if held.get(event.host):
-                    out.write("".join(held.pop(event.host)))
+                    out.write(_block(held.pop(event.host)))
                     out.flush()
         for lines in held.values():  # a host that never finished (cannot happen today)
-            out.write("".join(lines))
+            out.write(_block(lines))
         results = [fleet.results.get(h.name) or HostResult(h.name) for h in hosts]
     if as_json:
         # One write: `json.dump` writes each token on its own, which is a system call each
@@ -114,6 +115,25 @@ async def probe_command(
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
+def _rank(event: Event) -> int:
+    """Where a line goes in its host's block: host lines first, then the sections in the
+    registry's order, so every block reads in one order whichever section finished first."""
+    if isinstance(event, SectionDone) and event.result.name in SECTION_NAMES:
+        return SECTION_NAMES.index(event.result.name)
+    return -1 if not isinstance(event, SectionDone) else len(SECTION_NAMES)
+
+
+def _block(lines: list[tuple[int, str]]) -> str:
+    return "".join(line for _, line in sorted(lines, key=lambda item: item[0]))
+
+
+def _unprefixed(host: str, reason: str | None) -> str:
+    """A host's failure reason without the "HOST: " the transport puts first (the line
+    names the host already)."""
+    text = reason or "no reason given"
+    return text.removeprefix(f"{host}: ")
+
+
 def _event_line(event: Event, snap: HostResult, width: int) -> str | None:
     """The text line `event` prints, if any."""
     prefix = f"{snap.name:<{width}} │ "
@@ -124,7 +144,7 @@ def _event_line(event: Event, snap: HostResult, width: int) -> str | None:
     if isinstance(event, HostStateChanged):
         lines = []
         if event.state is HostState.FAILED:
-            lines.append(_said(f"{prefix}FAILED   {event.reason}"))
+            lines.append(_said(f"{prefix}FAILED   {_unprefixed(snap.name, event.reason)}"))
         # How the probe ran there (no `timeout` on PATH, ...).
         lines += [_said(f"{prefix}note     {note}") for note in event.notes]
         return "".join(lines) or None
@@ -141,6 +161,6 @@ def _print_totals(results: list[HostResult], out: TextIO) -> None:
     ready = sum(r.state is HostState.READY for r in results)
     failed = [r for r in results if r.state is not HostState.READY]
     line = f"{ready} of {len(results)} hosts answered"
-    if failed:
-        line += "; failed: " + ", ".join(f"{r.name} ({r.error})" for r in failed)
+    if failed:  # each one's FAILED line above says why: named once here, not repeated
+        line += "; no answer from " + ", ".join(r.name for r in failed)
     out.write(_said(line))

@@ -31,7 +31,7 @@ from gpudash.model import HostResult
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = sub.add_parser("report", help="a triage report of one host, to paste in a ticket")
-    report.add_argument("host", metavar="HOST")
+    report.add_argument("host", metavar="HOST", nargs="+", help="one host (a name or glob)")
     report.add_argument("--format", choices=("md", "json"), default="md", help="default: md")
     report.add_argument("-o", "--output", metavar="FILE", help="write it here, not to stdout")
     report.add_argument("--replay", metavar="DIR", help="report a --save directory")
@@ -52,8 +52,13 @@ async def probe_all(config: Config, names: Sequence[str]) -> dict[str, HostResul
 def _report(args: argparse.Namespace) -> ExitCode:
     from gpudash.report import render_json, render_markdown
 
+    if len(args.host) > 1:
+        raise UsageError(
+            f"report takes one host ({' '.join(args.host)} given): run it once per host,"
+            f" or `gpudash check {' '.join(args.host)}` for all of them"
+        )
     config = replayed(args)
-    config, host = one_host(config, args.host)
+    config, host = one_host(config, args.host[0])
     names = with_peers(config, [host.name])
     results = asyncio.run(probe_all(config, names))
     findings = check_fleet(config, results, [host.name])[host.name]
@@ -69,6 +74,12 @@ def _report(args: argparse.Namespace) -> ExitCode:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"{args.output}: {exc.strerror or exc}") from None
+        worst = max((f.severity for f in findings), key=lambda s: s.rank, default=None)
+        verdict = f", worst finding: {worst.value}" if worst is not None else ""
+        # stderr: stdout stays empty for a script, and the person sees it was written
+        print(
+            f"gpudash: wrote the report of {host.name} to {args.output}{verdict}", file=sys.stderr
+        )
     else:
         sys.stdout.write(text)
     return ExitCode.OK

@@ -68,7 +68,9 @@ def _run_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCod
     specs = specs_of(config)
     spec = task_named(specs, args.task)
     if args.hosts or args.tags:
-        config, hosts = select_hosts(config, args.hosts, args.tags)
+        config, hosts = select_hosts(
+            config, args.hosts, args.tags, accept_new=args.accept_new_host_key
+        )
     else:
         hosts = [h for h in config.hosts if spec.applies_to(h)]
         if not hosts:
@@ -336,6 +338,8 @@ def _describe(event: TaskEvent, *, following: bool = False) -> str | None:
         return f"failed rc={event.rc}{why} ({event.elapsed_s:.1f}s)"
     if isinstance(event, ev.TaskCancelled):
         return "cancelled"
+    if isinstance(event, ev.TaskNotConnected):
+        return f"failed: cannot connect: {event.cause}"
     if isinstance(event, ev.TaskLost):
         return f"lost: {event.reason}"
     return None

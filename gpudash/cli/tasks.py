@@ -69,7 +69,12 @@ def tasks_command(args: argparse.Namespace, out: TextIO | None = None) -> ExitCo
         _table(("KEY", "TASK", "KIND", "NEEDS", "TITLE"), rows, out)
         return ExitCode.OK
     config, host = one_host(config, args.host)
-    states = asyncio.run(_host_states(config, host, specs))
+    try:
+        states = asyncio.run(_host_states(config, host, specs))
+    except _Unreachable as exc:  # one line, not the same error in every task's row
+        out.write(f"{host.name}: cannot connect: {exc.reason.removeprefix(host.name + ': ')}\n")
+        out.flush()
+        return ExitCode.FAILED
     rows = [(s.key or "-", s.name, states[s.name], s.title) for s in specs.values()]
     _table(("KEY", "TASK", "STATE", "TITLE"), rows, out)
     failed = any(v.startswith("error") for v in states.values())
@@ -82,6 +87,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], out: TextIO) ->
         cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)]
         out.write("  ".join([*cells, row[-1]]).rstrip() + "\n")
     out.flush()
+
+
+class _Unreachable(Exception):
+    """The host did not answer: no task's state can be known there."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 async def _host_states(
@@ -101,7 +114,7 @@ async def _host_states(
             await transport.connect()
             found = {j.task: j for j in await jobs.list_jobs(transport)}
         except TransportError as exc:
-            return {name: f"error: {exc.reason}" for name in specs}
+            raise _Unreachable(exc.reason) from None
         facts: Facts | None = None
         if any(s.kind_def.facts_needed(s.params) for s in specs.values()):
             facts = await host_facts(host, transport, specs.values())

@@ -8,9 +8,10 @@ its directory, a jump through the host itself or around a cycle, names that clas
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING, cast
 
 from gpudash.config.expect import Expect, expect_problems, for_host
 from gpudash.config.lines import KeyPath, render_path
@@ -25,6 +26,9 @@ from gpudash.config.schema import (
     check_table,
 )
 from gpudash.config.values import Report, has_control, show, suggest, toml_type
+
+if TYPE_CHECKING:
+    from gpudash.tasks.spec import TaskSpec
 
 _TOML_KEY = {key.field: name for name, key in HOST_KEYS.items()}
 _FLEET_FIELDS = {key.field for key in FLEET_KEYS.values()}
@@ -157,7 +161,8 @@ def check_document(data: Mapping[str, object], report: Report) -> Checked:
     if not isinstance(tasks, BuiltinTasks):
         from gpudash.tasks.copy.params import check_hosts as check_copy_sources
 
-        check_copy_sources(tasks, [host.name for host in hosts], report)
+        # a config's own tasks are TaskSpecs (check_tasks); only the built-ins are lazy
+        check_copy_sources(cast("Mapping[str, TaskSpec]", tasks), [h.name for h in hosts], report)
     by_tag = _check_expect_tags(data, report)
     return Checked(
         fleet, [(host.name, _expect_merged(host, by_tag)) for host in hosts], ui, keys, tasks
@@ -203,7 +208,7 @@ def _expect_merged(host: _Host, by_tag: Mapping[str, Expect]) -> dict[str, objec
     """The host's fields with `expect` merged key by key: defaults, its tags', its own."""
     fields = host.fields
     if by_tag or "expect" in fields:
-        tags = tuple(fields.get("tags", ()))  # type: ignore[call-overload]
+        tags = tuple(cast("Iterable[str]", fields.get("tags", ())))  # checked: a list of names
         own, default = host.own.get("expect"), host.defaults.get("expect")
         fields["expect"] = for_host(default, by_tag, tags, own)  # type: ignore[arg-type]
     return fields

@@ -55,12 +55,14 @@ class RdmaPort:
     phys_state: str | None
     rate_gbps: float | None
     link_layer: str | None  # "InfiniBand" or "Ethernet" (RoCE)
+    model: str | None = None  # the HCA's type ("MT4129" = ConnectX-7): ibstat's "CA type"
 
 
-_SYSFS_IB = re.compile(r"^(\S+)\s+(\d+)\s*\|([^|]*)\|([^|]*)\|([^|]*)\|(.*)$")
+_SYSFS_IB = re.compile(r"^(\S+)\s+(\d+)\s*\|([^|]*)\|([^|]*)\|([^|]*)\|([^|]*)(?:\|(.*))?$")
 _STATE = re.compile(r"^\s*(?:\d+:\s*)?([A-Za-z_]+)")
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 _CA = re.compile(r"^CA '([^']{1,64})'")
+_CA_TYPE = re.compile(r"^\s+CA type:\s*(\S{1,32})")
 _PORT = re.compile(r"^\s+Port (\d+):\s*$")
 _IBKV = re.compile(r"^\s+(State|Physical state|Rate|Link layer):\s*(.*)$")
 _IBSTATUS = re.compile(r"^Infiniband device '([^']{1,64})' port (\d+) status:")
@@ -80,20 +82,23 @@ def parse_rdma(text: str) -> tuple[RdmaPort, ...]:
             ports.append(_port(cur))
         cur.clear()
 
-    device = ""
+    device = model = ""
     for raw in text.split("\n"):
         line = raw.rstrip()[:300]
         if m := _SYSFS_IB.match(line):
             flush()
             cur.update(device=m.group(1), port=m.group(2), state=m.group(3),
-                       phys=m.group(4), rate=m.group(5), layer=m.group(6))  # fmt: skip
+                       phys=m.group(4), rate=m.group(5), layer=m.group(6),
+                       model=m.group(7) or "")  # fmt: skip
             flush()
         elif m := _CA.match(line):
             flush()
-            device = m.group(1)
+            device, model = m.group(1), ""
+        elif (m := _CA_TYPE.match(line)) and not cur:
+            model = m.group(1)
         elif m := _PORT.match(line):
             flush()
-            cur.update(device=device, port=m.group(1))
+            cur.update(device=device, port=m.group(1), model=model)
         elif m := _IBSTATUS.match(line):
             flush()
             cur.update(device=m.group(1), port=m.group(2))
@@ -115,6 +120,7 @@ def _port(cur: dict[str, str]) -> RdmaPort:
         phys_state=clean_line(phys.split(":", 1)[-1].strip())[:32] or None,
         rate_gbps=float(rate.group(1)) if rate else None,
         link_layer=layer[:32] or None,
+        model=clean_line(cur.get("model", "")).strip()[:32] or None,
     )
 
 
@@ -125,9 +131,12 @@ class FabricManager:
     version: str | None  # fabric manager's own version
     driver_seen: str | None  # the driver version its log says it found
     log: tuple[str, ...] = ()  # the last journal lines systemctl showed
+    unknown: str | None = None  # why the state is unknown ("no systemctl", "not booted ...")
 
 
 _ACTIVE = re.compile(r"^\s*Active:\s*([a-z-]+)(?:\s*\(([^)]*)\))?")
+_NO_SYSTEMD = ("not been booted with systemd", "Failed to connect to bus",
+               "Failed to get D-Bus connection", "Host is down")  # fmt: skip
 _FM_VERSION = re.compile(r"[Ff]abric [Mm]anager version is\s*:\s*([\w.-]{1,40})")
 _MISMATCH = re.compile(
     r"interface version\s+([\w.-]{1,40})\s+\S{0,8}\s*(?:match|matches)?[^0-9]*?"
@@ -136,11 +145,20 @@ _MISMATCH = re.compile(
 
 
 def parse_fabric_manager(status: str, version: str) -> FabricManager:
-    active = sub = seen = fm_version = None
+    """`systemctl status nvidia-fabricmanager` (and `nv-fabricmanager --version`). The state
+    is known only from systemd's own words: "could not be found" is a service not installed,
+    no systemctl or no systemd to ask (a container) is unknown, never "not running"."""
+    active = sub = seen = fm_version = unknown = None
     log: list[str] = []
     for raw in status.split("\n"):
         line = raw.rstrip()[:400]
-        if m := _ACTIVE.match(line):
+        if line.strip() == "@no-systemctl":
+            unknown = "no systemctl on this host (a container?)"
+        elif "could not be found" in line and "fabricmanager" in line:
+            active = "not-found"
+        elif any(k in line for k in _NO_SYSTEMD) and unknown is None:
+            unknown = clean_line(line.strip())[:160]
+        elif m := _ACTIVE.match(line):
             active, sub = m.group(1), (m.group(2) or None)
         elif m := _MISMATCH.search(line):
             fm_version, seen = m.group(1), m.group(2).rstrip(".")
@@ -150,7 +168,9 @@ def parse_fabric_manager(status: str, version: str) -> FabricManager:
         active = "failed"
     if m := _FM_VERSION.search(version):
         fm_version = m.group(1)
-    return FabricManager(active, sub, fm_version, seen, tuple(log[-5:]))
+    if active is None and unknown is None:
+        unknown = "systemctl printed no state"
+    return FabricManager(active, sub, fm_version, seen, tuple(log[-5:]), unknown)
 
 
 def parse_shm_kib(df: str) -> int | None:

@@ -46,7 +46,7 @@ def split_parts(section_text: str, nonce: str) -> dict[str, Part]:
             if name is not None:  # previous part never ended
                 parts[name] = Part(name, None, "\n".join(lines))
             name, lines = m.group(1), []
-        elif (m := end.match(line)) and name == m.group(1):
+        elif (m := end.match(line)) and name is not None and name == m.group(1):
             text = "\n".join(lines)
             if text.endswith("\n"):
                 text = text[:-1]

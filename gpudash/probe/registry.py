@@ -1,8 +1,10 @@
 """The probe's sections, in display order: the one place a section is registered.
 
 A section is a module `gpudash.probe.sections.NAME` with NAME, TIMEOUT, BODY (its shell code),
-`parse` (its parts -> its dataclass) and `summary` (its dataclass -> the line `gpudash probe`
-prints). `SECTION_NAMES` is the only list of them: the probe script, the checks' `Context`,
+`parse` (its parts -> its dataclass), `summary` (its dataclass -> the line `gpudash probe`
+prints), TITLE and `report` (its part of the Markdown report) and, where its parts run GPU
+tools, GPU_TOOLS (part -> the command, what a hung part is named by).
+`SECTION_NAMES` is the only list of them: the probe script, the checks' `Context`,
 the host view's panels (`gpudash.ui.panels.section_panels`), the summary lines and the tests
 all read it, so adding a section is its module, its panel, its tests and its checks.
 
@@ -22,6 +24,7 @@ from gpudash.probe.parts import Part
 
 SECTION_NAMES = (
     "system", "gpus", "topology", "toolkit", "env", "models", "network", "health", "verify",
+    "serve",
 )  # fmt: skip
 
 D = TypeVar("D")
@@ -36,12 +39,35 @@ class Section(Generic[D]):
     body: str
     parse: Callable[[Mapping[str, Part]], D]
     summary: Callable[[D], str]
+    title: str
+    """Its heading in the Markdown report."""
+    report: Callable[[D], list[str]]
+    """Its part of the Markdown report (`gpudash report HOST`), under `title`."""
+    tools: Mapping[str, str]
+    """The GPU tool each of its parts runs, by part name: what a hang is named by."""
+
+
+_REQUIRED = ("NAME", "TIMEOUT", "BODY", "parse", "summary", "TITLE", "report")
 
 
 @cache
 def section(name: str) -> Section[Any]:
+    """The registered section NAME; a module that lacks part of what a section is (its report
+    part, say) is named here, so it cannot drop out of the report or the probe silently."""
     module = importlib.import_module(f"gpudash.probe.sections.{name}")
-    return Section(module.NAME, float(module.TIMEOUT), module.BODY, module.parse, module.summary)
+    missing = [attr for attr in _REQUIRED if not hasattr(module, attr)]
+    if missing:
+        raise LookupError(f"section {name}: its module has no {', '.join(missing)}")
+    return Section(
+        module.NAME,
+        float(module.TIMEOUT),
+        module.BODY,
+        module.parse,
+        module.summary,
+        module.TITLE,
+        module.report,
+        getattr(module, "GPU_TOOLS", {}),
+    )
 
 
 def sections_loaded() -> bool:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpudash.probe.registry import Section
+from gpudash.shlib import LIB as SHLIB
+from gpudash.shlib import grace
 
 PRELUDE = (Path(__file__).parent / "prelude.sh").read_text(encoding="utf-8")
 """Read beside this module: `importlib.resources` (and the zipfile reader it imports) cost
@@ -125,23 +127,21 @@ def build_script(plan: ProbePlan) -> str:
             'GD_G=; [ -n "$GD_T" ] || { command -v setsid >/dev/null 2>&1 && GD_G=setsid; }',
             '[ -n "$GD_T$GD_G" ] || echo "$M:note:nosetsid"',
             *writes,
+            SHLIB,
             # gd_stop PID: stop a section and everything it started. `timeout` passes a TERM
-            # on to its group and sends KILL 2 s later itself (-k 2). Under setsid PID leads
-            # the section's group: TERM to the group, then KILL to what is left 2 s later, as
-            # `timeout -k 2` would. `kill -SIG -PGID` (no `--`, no `-s`) is the one form that
-            # dash, bash and busybox ash all take.
+            # on to its group and sends KILL the section grace later itself (-k). Under setsid
+            # PID leads the section's group: the library's kill_wait of the group, as
+            # `timeout -k` would; without either, of the section's shell alone.
             "gd_stop() {",
             '  [ -z "$GD_T" ] || { kill -TERM $1 2>/dev/null; return 0; }',
             '  gd_g=$1; [ -z "$GD_G" ] || gd_g=-$1',
-            "  kill -TERM $gd_g 2>/dev/null || return 0",
-            "  sleep 2; kill -KILL $gd_g 2>/dev/null; return 0",
+            f"  kill_wait $gd_g {grace('section')}",
             "}",
-            # Without `timeout` on PATH: a kill timer in sh, checking every second whether
-            # the section is still there; `.late` tells the runner it fired.
+            # Without `timeout` on PATH: the library's kill timer, watching the section's
+            # shell each second and stopping it as gd_stop does; `.late` says it fired.
             "gd_timer() {",
-            "  gd_i=0",
-            "  while [ $gd_i -lt $1 ]; do sleep 1; kill -0 $2 || exit 0; gd_i=$((gd_i + 1)); done",
-            '  : >"$3"; gd_stop $2',
+            '  gd_g=$2; [ -z "$GD_G" ] || gd_g=-$2',
+            f'  kill_timer "$1" {grace("section")} $gd_g "$3" $2',
             "}",
             "gd_run() {",
             # The trap before the launch: `timeout` (or setsid) puts the section in a process
@@ -152,7 +152,8 @@ def build_script(plan: ProbePlan) -> str:
             "  gd_c=; gd_t=",
             "  trap 'kill $gd_t 2>/dev/null; gd_stop ${gd_c:-$!}; exit 143' TERM",
             '  if [ -n "$GD_T" ]; then',
-            '    echo "$GPUDASH_NONCE" | timeout -k 2 "$2" sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',
+            f'    echo "$GPUDASH_NONCE" | timeout -k {grace("section")} "$2" sh "$D/$1.sh"'
+            ' >"$D/$1.out" 2>&1 &',
             "    gd_c=$!",
             "  else",
             '    echo "$GPUDASH_NONCE" | $GD_G sh "$D/$1.sh" >"$D/$1.out" 2>&1 &',

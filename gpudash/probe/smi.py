@@ -123,7 +123,8 @@ def parse_smi(text: str) -> SmiTable:
     gpus: list[SmiGpu] = []
     procs: list[SmiProcess] = []
     migs: list[MigDevice] = []
-    section, record = "", []
+    section = ""
+    record: list[list[str]] = []
     for line in lines:
         if "MIG devices:" in line:
             section = "mig"
@@ -148,7 +149,10 @@ def parse_smi(text: str) -> SmiTable:
             mem = _MEM.search(cells[1]) if len(cells) > 1 else None
             migs.append(
                 MigDevice(
-                    *(int(mig.group(k)) for k in ("gpu", "gi", "ci", "mig")),
+                    int(mig.group("gpu")),
+                    int(mig.group("gi")),
+                    int(mig.group("ci")),
+                    int(mig.group("mig")),
                     _int(mem.group("used")) if mem else None,
                     _int(mem.group("total")) if mem else None,
                 )
@@ -173,11 +177,11 @@ def _gpu(record: list[list[str]]) -> list[SmiGpu]:
     fan = _FAN.match(cell[1][0]) if len(cell) > 1 else None
     mem = _MEM.search(cell[1][1]) if len(cell) > 1 else None
     util = cell[1][2].split()[0] if len(cell) > 1 and cell[1][2] else None
-    name = _text(name)
+    shown = _text(name)
     return [
         SmiGpu(
             index=index,
-            name=clean_line(name) if name else None,
+            name=clean_line(shown) if shown else None,
             bus_id=clean_line(bus[0]) if bus and _text(bus[0]) else None,
             fan=_int(fan.group("fan")) if fan else None,
             temp_c=_int(fan.group("temp")) if fan else None,

@@ -20,6 +20,11 @@ _KV = re.compile(r"^(\s*)([^:]{1,80}?)\s*(?::\s?(.*))?$")
 _INT = re.compile(r"^\s*(\d{1,12})(?![\d.])")
 _REASON_BLOCKS = ("Clocks Event Reasons", "Clocks Throttle Reasons")
 _NOT_REASONS = ("Clocks Event Reasons Counters",)
+# Block names a pasted excerpt may start with, flush left (`nvidia-smi -q | grep -A 4 Fabric`).
+_BLOCKS = frozenset(
+    ("Fabric", "Remapped Rows", "Retired Pages", "ECC Errors", "ECC Mode", "PCI",
+     "Utilization", *_REASON_BLOCKS)
+)  # fmt: skip
 
 # Clock event reasons that mean the GPU is being slowed by hardware or heat (NVML
 # nvmlClocksEventReasons, https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html):
@@ -61,7 +66,8 @@ class GpuHealth:
     repair_pending: tuple[str, ...] = ()  # "Channel Repair Pending: Yes" etc. (Blackwell)
     unrepairable_memory: bool | None = None
     recovery_action: str | None = None  # "GPU Recovery Action" (None = not reported)
-    fabric_state: str | None = None
+    fabric_state: str | None = None  # "Fabric / State": "Completed", "In Progress", ...
+    fabric_status: str | None = None  # "Fabric / Status": "Success", "Insufficient Resources"
 
     @property
     def key(self) -> str | None:
@@ -103,8 +109,9 @@ def parse_smi_q(text: str) -> SmiReport:
         if not m or not m.group(2).strip():
             continue
         indent, key, value = len(m.group(1).expandtabs()), m.group(2).strip(), m.group(3)
-        if current is None and indent > 0 and not gpus:
-            # A pasted excerpt of one GPU's block, without its "GPU ..." header.
+        if current is None and not gpus and (indent > 0 or (value is None and key in _BLOCKS)):
+            # A pasted excerpt of one GPU's block, without its "GPU ..." header (indented as
+            # in the report, or its first block name flush left, as a grep prints it).
             bus, current, stack = "", {}, []
         if current is None:
             if value is not None and key == "Driver Version":
@@ -127,7 +134,7 @@ def parse_smi_q(text: str) -> SmiReport:
 
 def _gpu(bus: str, kv: dict[tuple[str, ...], str]) -> GpuHealth:
     reasons, read = [], False
-    ecc = {"uv": None, "ua": None, "cv": None, "ca": None}
+    ecc: dict[str, int | None] = {"uv": None, "ua": None, "cv": None, "ca": None}
     retired: dict[str, int | bool | None] = {"sbe": None, "dbe": None, "pending": None}
     repair: list[str] = []
     for path, value in kv.items():
@@ -160,9 +167,9 @@ def _gpu(bus: str, kv: dict[tuple[str, ...], str]) -> GpuHealth:
         sram_threshold_exceeded=_flag(
             kv.get(("ECC Errors", "Aggregate", "SRAM Threshold Exceeded"))
         ),
-        retired_sbe=retired["sbe"],  # type: ignore[arg-type]
-        retired_dbe=retired["dbe"],  # type: ignore[arg-type]
-        retired_pending=retired["pending"],  # type: ignore[arg-type]
+        retired_sbe=retired["sbe"],
+        retired_dbe=retired["dbe"],
+        retired_pending=retired["pending"],  # type: ignore[arg-type]  # its one flag
         remap_correctable=_int(kv.get(("Remapped Rows", "Correctable Error"))),
         remap_uncorrectable=_int(kv.get(("Remapped Rows", "Uncorrectable Error"))),
         remap_pending=_flag(kv.get(("Remapped Rows", "Pending"))),
@@ -171,6 +178,7 @@ def _gpu(bus: str, kv: dict[tuple[str, ...], str]) -> GpuHealth:
         unrepairable_memory=_flag(kv.get(("ECC Errors", "Unrepairable Memory"))),
         recovery_action=_text(kv.get(("GPU Recovery Action",))),
         fabric_state=_text(kv.get(("Fabric", "State"))),
+        fabric_status=_text(kv.get(("Fabric", "Status"))),
     )
 
 

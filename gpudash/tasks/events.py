@@ -95,6 +95,19 @@ class TaskLost:
 
 
 @dataclass(frozen=True)
+class TaskNotConnected(TaskLost):
+    """The host could not be reached: nothing ran. A `TaskLost` to every consumer that only
+    needs "ended, not succeeded"; the faces say "failed: cannot connect", not "lost" (a run
+    that never started was not lost)."""
+
+    @property
+    def cause(self) -> str:
+        """The reason without the "HOST: " the transport puts first (the line names it)."""
+        head = f"{self.host}: "
+        return self.reason[len(head) :] if self.reason.startswith(head) else self.reason
+
+
+@dataclass(frozen=True)
 class TaskDetached:
     """The command stopped following a run it had only attached to; the job goes on on the
     host (`gpudash run` on ctrl+c: attaching never cancels what someone else started)."""

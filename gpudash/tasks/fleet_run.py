@@ -28,6 +28,7 @@ from gpudash.tasks.events import (
 )
 from gpudash.tasks.kinds import HostGroup, RunContext, run_groups
 from gpudash.tasks.prepare import Facts, PrepareError, prepare
+from gpudash.tasks.refusals import needs_gpu, refusal
 from gpudash.tasks.runner import run_task
 from gpudash.tasks.spec import TaskSpec, order
 from gpudash.transport.base import Transport
@@ -85,6 +86,14 @@ async def run_on_host(
     cancel = cancel or asyncio.Event()
     done: dict[str, bool] = {}
     names = order(specs, wanted)
+    if needs_gpu(specs, wanted):  # refused up front, before its needs install anything
+        if facts is None:
+            facts = await host_facts(host, transport)
+        why = refusal(specs, wanted, facts)
+        if why is not None:
+            for task in wanted:
+                yield TaskBlocked(name, task, why)
+            return
     for task in names:
         spec = specs[task]
         if cancel.is_set():

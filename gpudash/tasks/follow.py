@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from gpudash.tasks import jobs
 from gpudash.tasks.events import TaskCancelled, TaskEvent, TaskFinished, TaskLost, TaskOutput
@@ -20,7 +21,7 @@ from gpudash.tasks.logs import LineAssembler, TaskLog
 from gpudash.transport.base import Transport, TransportError
 
 RECONNECT_FOR_S = 120.0
-CANCEL_GRACE_S = 10.0
+CANCEL_GRACE_S = jobs.JOB_GRACE_S
 
 
 async def _reconnect(transport: Transport, until: float) -> bool:
@@ -88,11 +89,11 @@ class JobFollower:
         self._started = time.monotonic()
         self._failure: TransportError | None = None
         self._cancel_job: asyncio.Task[jobs.JobStatus] | None = None
-        self._cancel_wait: asyncio.Future[bool] | None = None
+        self._cancel_wait: asyncio.Future[Any] | None = None
 
-    async def events(self) -> AsyncIterator[TaskEvent]:
+    async def events(self) -> AsyncGenerator[TaskEvent, None]:
         """TaskOutput events, then exactly one end event (finished, cancelled or lost)."""
-        self._cancel_wait = asyncio.ensure_future(self.cancel.wait())
+        waiter = self._cancel_wait = asyncio.ensure_future(self.cancel.wait())
         try:
             while True:
                 async with contextlib.aclosing(self._read_log()) as outputs:
@@ -128,14 +129,14 @@ class JobFollower:
                     yield event
                 return
         finally:
-            self._cancel_wait.cancel()
+            waiter.cancel()
             if self._cancel_job is not None and not self._cancel_job.done():
                 with contextlib.suppress(Exception):
                     await self._cancel_job
 
     # ---- the steps ------------------------------------------------------------------------------
 
-    async def _read_log(self) -> AsyncIterator[TaskOutput]:
+    async def _read_log(self) -> AsyncGenerator[TaskOutput, None]:
         """One attach: the log from `offset` until the stream ends or drops (`_failure`)."""
         self._failure = None
         queue: asyncio.Queue[object] = asyncio.Queue()

@@ -38,11 +38,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from secrets import token_hex
 
+from gpudash.shlib import GRACES
+from gpudash.shlib import LIB as SHLIB
 from gpudash.tasks.values import TASK_NAME
 
 BUSY_RC = 75  # launch's exit status when a run is already going (EX_TEMPFAIL)
 CANT_CREATE_RC = 73  # launch's exit status when the job dir cannot be written (EX_CANTCREAT)
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+JOB_GRACE_S: float = GRACES["job"].seconds
+"""A task's TERM-to-KILL grace, at its limit and when cancelled (gpudash/shlib.py GRACES)."""
 
 SUDO_PASSWORD_MESSAGE = "sudo needs a password on this host: configure NOPASSWD or log in as root"
 SUDO_MISSING_MESSAGE = "this task needs root, but sudo is not installed and the login is not root"
@@ -56,6 +61,7 @@ WRAPPER = f"""\
 # (which signals that group) never stops it before it has written rc.
 J="$GPUDASH_JOB"
 echo $$ > "$J/wpid.tmp" && mv -f "$J/wpid.tmp" "$J/wpid"
+{SHLIB}
 finish() {{
     printf '%s\\n' "$1" > "$J/rc.tmp" && mv -f "$J/rc.tmp" "$J/rc"
     exit 0
@@ -71,12 +77,13 @@ if [ "$GPUDASH_SUDO" = 1 ] && [ "$(id -u)" != 0 ]; then
         finish 126
     fi
     : > "$J/sudo"
+    GD_SUDO=1  # the library's kills may use `sudo -n kill` on the payload's group
     set -- sudo -n /bin/sh "$J/script.sh"
 else
     set -- /bin/sh "$J/script.sh"
 fi
 T=${{GPUDASH_TIMEOUT:-0}}
-GRACE=10  # TERM at the limit, KILL this many seconds later
+GRACE={GRACES["job"].seconds}  # TERM at the limit, KILL this many seconds later (gpudash/shlib.py)
 TIMER=
 if [ "$T" -gt 0 ]; then
     if command -v timeout >/dev/null 2>&1; then
@@ -95,22 +102,8 @@ exec 3<&-
 echo "$P" > "$J/pgid.tmp" && mv -f "$J/pgid.tmp" "$J/pgid"
 if [ -n "$TIMER" ]; then
     # as `timeout -k` would: TERM to the payload's group at the limit, KILL GRACE s later;
-    # a second's sleep at a time, so the timer ends with the group and outlives nothing
-    (
-        # waits N s while the group lives; ends the timer as soon as it is gone
-        lives_for() {{
-            i=0
-            while [ $i -lt "$1" ]; do
-                kill -0 -"$P" 2>/dev/null || exit 0
-                sleep 1; i=$((i + 1))
-            done
-        }}
-        lives_for "$T"
-        : > "$J/timedout"
-        kill -TERM -"$P" 2>/dev/null
-        lives_for "$GRACE"
-        kill -KILL -"$P" 2>/dev/null
-    ) </dev/null >/dev/null 2>&1 9>&- &
+    # the timer checks the group each second, so it ends with it and outlives nothing
+    kill_timer "$T" "$GRACE" -"$P" "$J/timedout" </dev/null >/dev/null 2>&1 9>&- &
 fi
 wait "$P"
 rc=$?
@@ -328,29 +321,22 @@ def fetch_script(task: str, offset: int, marker: str, root: str | None = None) -
     )
 
 
-def cancel_script(task: str, grace: float = 10.0, root: str | None = None) -> str:
+def cancel_script(task: str, grace: float = JOB_GRACE_S, root: str | None = None) -> str:
     """TERM the payload's process group; KILL what is left of it after `grace` seconds (a
     process that ignores TERM keeps the group alive even once the payload's shell is gone)."""
     return _wrap(
         _head(task, root)
-        + _exports({"GPUDASH_GRACE": max(1, int(grace * 10))})
+        + _exports({"GPUDASH_GRACE": max(1, int(grace + 0.999))})
         + _STATUS_BODY
+        + SHLIB
         + """\
 if [ ! -e "$J/rc" ] && ! flock -n "$J/lock" true 2>/dev/null; then
     : > "$J/cancelled"
     i=0
     while [ ! -s "$J/pgid" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
     P=$(cat "$J/pgid" 2>/dev/null)
-    signal() {  # dash's kill takes no `--`; /bin/kill under sudo needs it
-        [ -n "$P" ] || return 0
-        kill -"$1" -"$P" 2>/dev/null && return 0
-        [ -e "$J/sudo" ] && sudo -n kill -"$1" -- -"$P" 2>/dev/null
-    }
-    alive() { [ -n "$P" ] && kill -0 -"$P" 2>/dev/null; }
-    signal TERM
-    i=0
-    while alive && [ $i -lt "$GPUDASH_GRACE" ]; do sleep 0.1; i=$((i + 1)); done
-    if alive; then signal KILL; fi
+    GD_SUDO=; [ -e "$J/sudo" ] && GD_SUDO=1  # a payload under sudo: `sudo -n kill` may
+    kill_group "$P" "$GPUDASH_GRACE"
     i=0
     while [ ! -e "$J/rc" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 fi

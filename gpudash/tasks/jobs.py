@@ -20,6 +20,7 @@ from secrets import token_hex
 from gpudash.tasks.job_scripts import (
     BUSY_RC,
     CANT_CREATE_RC,
+    JOB_GRACE_S,
     Launch,
     attach_script,
     cancel_script,
@@ -245,7 +246,7 @@ async def fetch(transport: Transport, task: str, offset: int, *, root: str | Non
 
 
 async def cancel(
-    transport: Transport, task: str, *, grace: float = 10.0, root: str | None = None
+    transport: Transport, task: str, *, grace: float = JOB_GRACE_S, root: str | None = None
 ) -> JobStatus:
     """Stop the run's whole process group (TERM, KILL after `grace`); its status after."""
     script = cancel_script(task, grace, root)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 
 from gpudash.tasks import jobs
 from gpudash.tasks.events import (
@@ -30,6 +30,7 @@ from gpudash.tasks.events import (
     TaskDetached,
     TaskEvent,
     TaskLost,
+    TaskNotConnected,
     TaskQueued,
     TaskSkipped,
     TaskStarted,
@@ -99,6 +100,11 @@ async def run_task(
         yield TaskCancelled(host, name, 0.0)
         return
     try:
+        await transport.connect()
+    except TransportError as exc:
+        yield TaskNotConnected(host, name, exc.reason)
+        return
+    try:
         if check:
             ended = await check_ends_run(host, transport, prepared)
             if ended is not None:
@@ -166,7 +172,7 @@ async def follow_job(
     cancel: asyncio.Event | None = None,
     root: str | None = None,
     secrets: Iterable[str] = (),
-) -> AsyncIterator[TaskEvent]:
+) -> AsyncGenerator[TaskEvent, None]:
     """A job found running on the host (gpudash restarted): its log from byte 0 to its end.
 
     Unlike `run_task` nothing is launched, so a job that ends meanwhile is never re-run. No
@@ -194,11 +200,11 @@ async def follow_job(
 
 async def detach_on(
     stop: asyncio.Event,
-    events: AsyncIterator[TaskEvent],
+    events: AsyncGenerator[TaskEvent, None],
     host: str,
     task: str,
     run: str | None,
-) -> AsyncIterator[TaskEvent]:
+) -> AsyncGenerator[TaskEvent, None]:
     """`events` until their end, or until `stop` is set: then the following stops (the
     stream is closed, which ends the attach on the host, never the job) and the end event
     is TaskDetached."""

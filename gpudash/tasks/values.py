@@ -170,6 +170,51 @@ def integer(value: object) -> int:
     return value
 
 
+# --- serve's parameters (gpudash/tasks/kinds/serve.py) -------------------------------------
+
+
+def serve_engine(value: object) -> str:
+    checked = text(value)
+    if checked not in ("sglang", "vllm", "transformers"):
+        raise Invalid(f'expected "sglang", "vllm" or "transformers", got {show(checked)}')
+    return checked
+
+
+def port(value: object) -> int | str:
+    """A TCP port, or "auto" (the first free one from 30000, chosen on the host)."""
+    if value == "auto":
+        return "auto"
+    checked = integer(value)
+    if not 1 <= checked <= 65535:
+        raise Invalid(f'expected a port 1-65535 or "auto", got {show(value)}')
+    return checked
+
+
+def count_or_auto(value: object) -> int | str:
+    """A count of at least 1, or "auto" (from the probe)."""
+    if value == "auto":
+        return "auto"
+    checked = integer(value)
+    if checked < 1:
+        raise Invalid(f'expected a number >= 1 or "auto", got {show(value)}')
+    return checked
+
+
+def device(value: object) -> str:
+    checked = text(value)
+    if checked not in ("auto", "cuda", "cpu"):
+        raise Invalid(f'expected "auto", "cuda" or "cpu", got {show(checked)}')
+    return checked
+
+
+def model_ref(value: object) -> str:
+    """A model folder on the host (absolute or ~/...) or a Hugging Face repo id."""
+    checked = text(value)
+    if checked.startswith(("/", "~")):
+        return directory(checked)
+    return hf_repo(checked)
+
+
 PARAM_TYPES: Mapping[str, Callable[[object], object]] = {
     "str": one_line,
     "path": host_path,
@@ -187,6 +232,13 @@ PARAM_TYPES: Mapping[str, Callable[[object], object]] = {
     "patterns": patterns,
     "bool": boolean,
     "int": integer,
+    "serve_engine": serve_engine,
+    "port": port,
+    "count_or_auto": count_or_auto,
+    "device": device,
+    "model_ref": model_ref,
+    "duration": lambda value: duration(value),  # defined below, with the spec keys
+    "args": array(one_line, what="arguments"),
 }
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import abc
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING
+
+from gpudash.shlib import grace, one_line
 
 if TYPE_CHECKING:
     from gpudash.probe.script import ProbePlan
@@ -24,14 +26,15 @@ def _kill_timer(n: int) -> str:
     """A kill timer in sh for a host without `timeout`, started in the background just before
     the command replaces its shell (`exec`, so `$$` is the command's pid).
 
-    Each second it checks that the command still runs; once `n` s are up it sends TERM, and
-    5 s later KILL, to its whole process group (`kill 0`), as `timeout -k 5` does for its
-    own: the command's children and their tools too, not only its shell. The timer is in that
-    group itself, so it takes TERM (`trap :`) and ends with the KILL. The probe's sections,
-    which run in groups of their own (setsid), are stopped by the script's TERM traps."""
+    The library's `kill_timer` (gpudash/shlib.sh, joined into one line): each second it
+    checks that the command still runs; once `n` s are up it sends TERM, and the exec grace
+    later KILL, to its whole process group (`kill 0`), as `timeout -k` does for its own: the
+    command's children and their tools too, not only its shell. The timer is in that group
+    itself, so it takes TERM (`trap :`) and ends with the KILL. The probe's sections, which
+    run in groups of their own (setsid), are stopped by the script's TERM traps."""
     return (
-        f"(trap : TERM; i=0; while [ $i -lt {n} ]; do sleep 1; kill -0 $$ || exit 0;"
-        " i=$((i+1)); done; kill -TERM 0; sleep 5; kill -KILL 0) </dev/null >/dev/null 2>&1 &"
+        f'{one_line()} (trap : TERM; kill_timer {n} {grace("exec")} 0 "" $$)'
+        " </dev/null >/dev/null 2>&1 &"
     )
 
 
@@ -51,7 +54,8 @@ def script_command(timeout: float | None) -> str:
     n = max(1, int(timeout + 0.999))
     return (
         "/bin/sh -c 'command -v timeout >/dev/null 2>&1 &&"
-        f" exec timeout -k 5 {n} {SCRIPT_COMMAND}; {_kill_timer(n)} exec {SCRIPT_COMMAND}'"
+        f" exec timeout -k {grace('exec')} {n} {SCRIPT_COMMAND};"
+        f" {_kill_timer(n)} exec {SCRIPT_COMMAND}'"
     )
 
 
@@ -77,7 +81,7 @@ def input_command(timeout: float | None) -> str:
     n = max(1, int(timeout + 0.999))
     return (
         "/bin/sh -c 'command -v timeout >/dev/null 2>&1 &&"
-        f' exec timeout -k 5 {n} /bin/sh -c "$0"; {_kill_timer(n)} eval "$0"\''
+        f' exec timeout -k {grace("exec")} {n} /bin/sh -c "$0"; {_kill_timer(n)} eval "$0"\''
         f" '{_READ_EVAL}'"
     )
 
@@ -183,7 +187,7 @@ class Transport(abc.ABC):
         finally:
             await process.close()
 
-    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
+    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncGenerator[RawSection, None]:
         """Run the probe script and yield each section as soon as the host prints it.
 
         Raises TransportError when the connection is lost before the script finished; the

@@ -21,11 +21,16 @@ from typing import Protocol
 
 
 class _Host(Protocol):
-    name: str
-    transport: str
-    address: str
-    port: int | None
-    jump: str | None
+    @property
+    def name(self) -> str: ...
+    @property
+    def transport(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def port(self) -> int | None: ...
+    @property
+    def jump(self) -> str | None: ...
 
 
 def open_early(hosts: Iterable[_Host], limit: int) -> dict[str, socket.socket]:

@@ -55,7 +55,8 @@ class Refusal:
             )
         port = f"-p {self.port} " if self.port != 22 else ""
         return (
-            f"host key unknown for {self.hostport} ({self.fingerprint}); to trust it set "
+            f"host key unknown for {self.hostport} ({self.fingerprint}); to trust it pass "
+            f"--accept-new-host-key (gpudash probe/check/run), set "
             f'host_key_policy = "accept-new", or run: ssh-keyscan {port}{self.host} '
             f">> {self.known_hosts}"
         )

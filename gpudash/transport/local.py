@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from gpudash.aio import merge
 from gpudash.probe.script import ProbePlan
@@ -126,7 +126,7 @@ class LocalTransport(Transport):
             raise
         return LocalProcess(proc, writable=not eof)
 
-    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
+    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncGenerator[RawSection, None]:
         """The script for every section but gpus, started at once; NVML answers gpus
         in-process meanwhile, or, where it cannot, a second script does.
 

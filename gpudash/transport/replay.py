@@ -6,7 +6,7 @@ not depend on a live host. It runs nothing: `start` refuses, `probe` re-frames t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 from gpudash.model import NOT_SAVED
@@ -40,7 +40,7 @@ class ReplayTransport(Transport):
     async def start(self, script: str, *, timeout: float | None = None) -> RemoteProcess:
         raise TransportError("replay: a saved probe cannot run commands")
 
-    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncIterator[RawSection]:
+    async def probe(self, plan: ProbePlan, *, timeout: float) -> AsyncGenerator[RawSection, None]:
         await self.connect()
         assert self._saved is not None
         for name in plan.names:

@@ -223,7 +223,7 @@ class SshTransport(Transport):
             options["username"] = host.user
         where = Endpoint(host.user, host.address, host.port or 22)
         skipped: tuple[str, ...] = ()
-        budget = host.connect_timeout
+        budget: float | None = host.connect_timeout
         async with self.pool.handshakes:
             try:
                 # ~/.ssh/config in ssh(1)'s two passes with hostname canonicalization

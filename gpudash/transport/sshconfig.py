@@ -25,7 +25,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import asyncssh
 from asyncssh.config import SSHClientConfig
@@ -62,7 +62,8 @@ class _FirstPass(SSHClientConfig):
     """The first read, tokens left unexpanded: OpenSSH expands `%h` in IdentityFile or
     ProxyCommand with the final host name, which only the second pass knows."""
 
-    _percent_expand: ClassVar[set[str]] = set()
+    # asyncssh declares it on each instance; one empty set for the class is all this needs
+    _percent_expand: ClassVar[set[str]] = set()  # type: ignore[misc]
 
     def finish(self, name: str) -> None:
         """The last pass after all: connect to `name`, expand tokens as asyncssh's parse()
@@ -87,7 +88,7 @@ class _FinalPass(SSHClientConfig):
         self._options["Hostname"] = self._name
         for option in _ADDS_UP:  # its own list: the first pass's object is not appended to
             if isinstance(self._options.get(option), list):
-                self._options[option] = list(self._options[option])
+                self._options[option] = list(cast("list[str]", self._options[option]))
 
     def _match_host(self, option: str, args: list[str]) -> None:
         """`Host` patterns match the canonical name (ssh.c hands read_config_file its `host`,
@@ -95,7 +96,8 @@ class _FinalPass(SSHClientConfig):
         self._matching = WildcardPatternList(",".join(args)).matches(self._name)
         args.clear()
 
-    _handlers: ClassVar[dict[str, Any]] = {
+    # asyncssh declares its table on each instance; this one is the class's, as asyncssh's is
+    _handlers: ClassVar[dict[str, Any]] = {  # type: ignore[misc]
         **SSHClientConfig._handlers,
         "host": ("Host", _match_host),
     }
@@ -107,7 +109,7 @@ class _FinalPass(SSHClientConfig):
                 self._options[option] = list(dict.fromkeys(value))
 
 
-def _load(cls: type, last: Any, passes: tuple[bool, bool], *args: Any) -> Any:
+def _load(cls: type[SSHClientConfig], last: Any, passes: tuple[bool, bool], *args: Any) -> Any:
     """One read of ~/.ssh/config, as asyncssh's options would do it (the same file, the same
     local user); runs in an executor: it reads files and may run `Match exec` commands."""
     try:

@@ -47,8 +47,8 @@ class ProxyCommand:
                 shell,
                 "-c",
                 f"exec {self.command}",
-                stdin=theirs,
-                stdout=theirs,
+                stdin=theirs.fileno(),
+                stdout=theirs.fileno(),
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # not in the terminal's process group: no Ctrl-C
             )

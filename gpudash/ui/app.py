@@ -1,9 +1,11 @@
 """The gpudash app: composition, selection and keys; no I/O of its own.
 
 The probe workers and the routing of their events are the `ProbeRouter`'s it owns
-(`probing`, gpudash/ui/probing.py), the task keys and runs the `TaskActions`' (`task_actions`,
-gpudash/ui/task_actions.py); each sees the app only through its Protocol (`ProbeHost`,
-`TaskHost`), which this class satisfies.
+(`probing`, gpudash/ui/probing.py), the task keys and runs the `TaskControl`'s (`tasks`,
+gpudash/ui/task_control.py); each sees the app only through its Protocol (`ProbeHost`,
+`TaskHost`), which this class satisfies. Screens and panels never call the app: they post
+messages (a task requested, a run to cancel) that the handlers here route with `@on`, and
+get what they show as attributes (the targets, the keymap) when they are made.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -32,10 +34,13 @@ from gpudash.ui import keys
 from gpudash.ui.data_age import probed_words, refresh_words
 from gpudash.ui.messages import ProbeEvent, TaskEvent
 from gpudash.ui.panels.base import Panel
+from gpudash.ui.panels.findings import FindingsPanel
+from gpudash.ui.panels.topology import TopologyPanel
 from gpudash.ui.probing import HeapSettler, ProbeRouter
 from gpudash.ui.screens.main import MainScreen
+from gpudash.ui.screens.tasks import TasksScreen
 from gpudash.ui.shutdown import stop_io
-from gpudash.ui.task_actions import TaskActions
+from gpudash.ui.task_control import TaskControl
 from gpudash.ui.widgets.fleet_rows import FleetRows
 from gpudash.ui.widgets.footer import Footer
 from gpudash.ui.widgets.host_list import HostList
@@ -43,7 +48,6 @@ from gpudash.ui.widgets.host_view import HostView
 
 if TYPE_CHECKING:
     from gpudash.ui.screens.fleet import FleetScreen
-    from gpudash.ui.task_control import TaskControl
 
 QUIT_BUDGET_S = 0.8
 """How long quitting waits for probes to stop and connections to close (the promise is 1 s)."""
@@ -63,11 +67,12 @@ def _ui(config: Config, name: str, default: Any) -> Any:
 class GpudashApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "gpudash"
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         *keys.bindings(keys.APP_KEYS),
         *(Binding(n, f"jump_panel({n})", show=False) for n in keys.PANEL_JUMPS),
     ]
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+    # Textual's App declares it an instance attribute: not a ClassVar here
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [  # noqa: RUF012
         (0, "-narrow"),
         (90, "-normal"),
         (150, "-wide"),
@@ -114,7 +119,10 @@ class GpudashApp(App[int]):
         self._theme_name = theme or _ui(config, "theme", None) or DEFAULT_THEME
         self.quitting = False
         self.probing = ProbeRouter(self, self.heap, head_start)
-        self.task_actions = TaskActions(self, self.probing.reprobe)
+        self.tasks = TaskControl(self, self.probing.reprobe)
+        self.key_remap: dict[str, str] = keys.keymap(dict(getattr(config, "keys", None) or {}))
+        """Key ids remapped by the config's [keys] (`refresh-host = "F5"`), handed down to
+        what shows a key (the help, the topology panel's NIC key)."""
 
     # ---- composition -------------------------------------------------------------------
 
@@ -131,9 +139,12 @@ class GpudashApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme = self._theme_name
-        remap = getattr(self.config, "keys", None) or {}
-        if remap:
-            self.set_keymap(keys.keymap(dict(remap)))
+        if self.key_remap:
+            self.set_keymap(self.key_remap)
+        for panel in self.query(TopologyPanel):
+            panel.nic_key = self.key_remap.get("toggle-nics", panel.nic_key)
+        for findings in self.query(FindingsPanel):
+            findings.config = self.config
         self._show_selected()
         self.query_one(HostList).focus()
         if self.heap.paused:
@@ -258,31 +269,53 @@ class GpudashApp(App[int]):
     def host_ready(self, host: str) -> None:
         self.tasks.find_jobs(host)
 
-    # ---- tasks (`TaskActions`; screens and panels call the three below) ------------------
-
-    @property
-    def tasks(self) -> TaskControl:
-        return self.task_actions.control
-
-    def task_targets(self) -> list[str]:
-        return self.task_actions.targets()
+    # ---- tasks (`TaskControl`; screens and panels post, the handlers here route) ----------
 
     def request_task(
         self, task: str, params: Mapping[str, str] | None = None, hosts: list[str] | None = None
     ) -> None:
-        self.task_actions.request(task, params, hosts)
+        """Ask to run `task` (with a fix's `params`) on `hosts` (default: the targets)."""
+        self.tasks.request(task, hosts, params)
 
-    def cancel_run(self, host: str, task: str) -> None:
-        self.task_actions.cancel(host, task)
+    @on(TasksScreen.TaskRequested)
+    def _task_requested(self, message: TasksScreen.TaskRequested) -> None:
+        self.request_task(message.task)
+
+    @on(FindingsPanel.FixRequested)
+    def _fix_requested(self, message: FindingsPanel.FixRequested) -> None:
+        self.request_task(message.task, message.params, [message.host])
+
+    @on(TasksScreen.CancelRequested)
+    def _cancel_requested(self, message: TasksScreen.CancelRequested) -> None:
+        self.tasks.cancel(message.host, message.task)
 
     def action_tasks(self) -> None:
-        self.task_actions.toggle_screen()
+        self.tasks.toggle_screen()
 
     def action_mark(self) -> None:
-        self.task_actions.mark()
+        self.tasks.mark()
 
     def on_task_event(self, message: TaskEvent) -> None:
-        self.task_actions.on_event(message.event)
+        self.tasks.on_event(message.event)
+
+    def on_key(self, event: events.Key) -> None:
+        """A task's key pressed in the host view, where it is no key: say where it is (the
+        tasks screen, `b`) instead of doing nothing. Only keys nothing else took reach here;
+        a host-view key keeps its one meaning there (`s` saves), so none is shadowed."""
+        if self.screen is not self.screen_stack[0] or isinstance(self.focused, Input):
+            return
+        if event.key in self.screen.active_bindings:  # the host view's own key (Textual
+            return  # calls this handler even after a binding took the key)
+        name = self.tasks.task_for_key(event.key)
+        if name is not None:
+            event.stop()
+            opens = [
+                self.get_key_display(active.binding)
+                for active in self.screen.active_bindings.values()
+                if active.binding.action == "tasks"
+            ]
+            where = f"press {opens[0]}, then {event.key}" if opens else "open it from ^p"
+            self.notify(f"{event.key} runs {name} on the tasks screen: {where}", timeout=4)
 
     # ---- actions -----------------------------------------------------------------------
 
@@ -376,7 +409,7 @@ class GpudashApp(App[int]):
         from gpudash.ui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.key_remap, self.tasks.specs))
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for k in keys.APP_KEYS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from gpudash.config.keys import TASK_SCREEN_KEYS, key_name
 
@@ -110,7 +110,7 @@ VIM_MOVES: tuple[tuple[str, str], ...] = (("j", "down"), ("k", "up"), ("g", "hom
 list, table and panel binds them to its own actions for those keys (`moves`)."""
 
 
-def moves(down: str, up: str, first: str, last: str) -> list[Binding]:
+def moves(down: str, up: str, first: str, last: str) -> list[BindingType]:
     """Hidden bindings of j/k/g/G to a widget's own down/up/first/last actions."""
     action = {"down": down, "up": up, "home": first, "end": last}
     return [Binding(key, action[arrow], show=False) for key, arrow in VIM_MOVES]
@@ -121,7 +121,7 @@ PANEL_JUMPS = tuple(str(n) for n in range(1, 10))
 so the tasks screen's digit task keys are untouched)."""
 
 
-def bindings(keys: tuple[Key, ...]) -> list[Binding]:
+def bindings(keys: tuple[Key, ...]) -> list[BindingType]:
     return [
         Binding(
             k.key,

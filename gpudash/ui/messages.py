@@ -10,6 +10,7 @@ from gpudash.model import Event
 
 if TYPE_CHECKING:
     from gpudash.tasks import events as ev  # not imported at start-up: only annotations
+    from gpudash.ui.task_runs import EarlierRun
 
 
 class ProbeEvent(Message):
@@ -23,6 +24,6 @@ class ProbeEvent(Message):
 class TaskEvent(Message):
     """The core reported something about a task run (queued, a log chunk, its end...)."""
 
-    def __init__(self, event: ev.TaskEvent) -> None:
+    def __init__(self, event: ev.TaskEvent | EarlierRun) -> None:
         super().__init__()
         self.event = event

@@ -119,6 +119,8 @@ def fold(run: Run, event: object) -> None:
             run.detail = last_line(run)  # why it failed, as a rule: in the Runs table's note
     elif isinstance(event, ev.TaskCancelled):
         run.state, run.elapsed_s = "cancelled", event.elapsed_s or run.elapsed()
+    elif isinstance(event, ev.TaskNotConnected):  # nothing ran: failed, not lost
+        run.state, run.rc, run.detail = "failed", None, f"cannot connect: {event.cause}"
     elif isinstance(event, ev.TaskLost):
         run.state, run.detail = "lost", event.reason
     elif isinstance(event, EarlierRun):
@@ -157,7 +159,9 @@ def duration(seconds: float | None) -> str:
 def state_text(run: Run, now: float | None = None) -> Text:
     """'running 12s', 'failed rc=2', 'skipped (already done)', 'ok 3.2s'."""
     word = run.state
-    if run.state == "failed":
+    if run.state == "failed" and run.rc is None and run.detail.startswith("cannot connect"):
+        word = "failed: cannot connect"
+    elif run.state == "failed":
         word = f"failed rc={run.rc}" + (" (timed out)" if run.detail == "timed out" else "")
     elif run.state == "skipped":
         word = "skipped (already done)" if "already done" in run.detail else "skipped"

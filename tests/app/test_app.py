@@ -96,7 +96,7 @@ async def test_hosts_are_listed_in_config_order_and_end_ready_or_unreachable() -
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, settled(app))
         hosts = app.query_one(HostList)
-        assert hosts.visible == list(FIVE)
+        assert hosts.shown_names == list(FIVE)
         states = {n: r.state for n, r in app.results.items()}
         assert states == {**dict.fromkeys(FIVE, HostState.READY), "down": HostState.FAILED}
         text = screen_text(app)
@@ -289,13 +289,13 @@ async def test_slash_filters_hosts_by_name_or_tag_and_escape_clears_it() -> None
         box = app.query_one(Input)
         assert box.region.bottom <= app.query_one(HostList).region.y  # above the hosts
         await pilot.press(*"a40")
-        await until(pilot, lambda: app.query_one(HostList).visible == ["pcie-a40"])
+        await until(pilot, lambda: app.query_one(HostList).shown_names == ["pcie-a40"])
         assert app.selected == "pcie-a40"
         app.query_one(Input).value = ""
         await pilot.press(*"infer")
-        await until(pilot, lambda: app.query_one(HostList).visible == ["pcie-a40", "h200-1x"])
+        await until(pilot, lambda: app.query_one(HostList).shown_names == ["pcie-a40", "h200-1x"])
         await pilot.press("escape")
-        await until(pilot, lambda: len(app.query_one(HostList).visible) == 3)
+        await until(pilot, lambda: len(app.query_one(HostList).shown_names) == 3)
         assert not app.query_one(Input).display
         assert isinstance(app.focused, HostList)
         await pilot.press("slash")  # the same box again, empty

@@ -206,3 +206,22 @@ async def test_capital_o_and_a_second_header_click_reverse_the_sort() -> None:
         assert fleet.rows == sorted(FIVE)
         await pilot.click(FleetTable, offset=(2, 0))  # the sorted column's header: reverse
         assert fleet.rows == sorted(FIVE, reverse=True)
+
+
+async def test_scrolled_sideways_a_column_shows_whole_or_not_at_all() -> None:
+    """Issue 33, item 7: a column whose start scrolled under the host column left its tail
+    on screen (a stray "3" of "13.0"). At every offset, each header word is a whole label
+    (but the last, where the right edge cuts it: the view goes on that way)."""
+    app = create_app(replay_config(*FIVE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        _fleet, table = await open_fleet(app, pilot)
+        words = {w for c in COLUMNS for w in str(c.label).split()}
+        assert table.max_scroll_x > 0
+        for x in range(1, table.max_scroll_x + 1):
+            table.scroll_to(x=x, animate=False)
+            await pilot.pause()
+            header = screen_lines(app)[1].rstrip("│")
+            past_host = header.split()[1:]  # the frozen host column stays
+            if not header.endswith(" "):
+                past_host = past_host[:-1]  # cut by the right edge: there is more, scroll on
+            assert set(past_host) <= words, (x, header, set(past_host) - words)

@@ -31,8 +31,10 @@ def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
     async def run_before(pilot: Pilot) -> None:
         app = pilot.app
         for _ in range(2000):
-            if all(r.elapsed_s is not None for r in app.results.values()) and not app.probing.busy:
-                break
+            results = app.results.values()
+            done = all(r.elapsed_s is not None for r in results) and not app.probing.busy
+            if done and all(r.findings for r in results):  # the rounds' findings too: the
+                break  # host list's counts come from them, a moment after the round ends
             await pilot.pause(0.005)
         else:
             raise AssertionError("hosts never settled")
@@ -49,14 +51,15 @@ def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
 
 
 async def steady(pilot: Pilot) -> None:
-    """Until the screen draws the same twice in a row: a host switch or a key lays the
+    """Until the screen draws the same four times in a row: a host switch or a key lays the
     screen out again on a later refresh, and a snapshot taken before it shows the old
     layout (it did: the PCIe host's findings drawn at the height of the previous host's)."""
-    last = None
-    for _ in range(200):
-        await pilot.pause()
+    last, same = None, 0
+    for _ in range(400):
+        await pilot.pause(0.02)  # a real moment: a panel's new height lands a refresh later
         now = screen_text(pilot.app)
-        if now == last:
+        same = same + 1 if now == last else 0
+        if same >= 3:  # the same four times in a row, 60 ms apart
             return
         last = now
     raise AssertionError("the screen never stopped changing")

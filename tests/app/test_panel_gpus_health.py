@@ -148,3 +148,18 @@ async def test_at_80x24_a_long_cell_wraps_under_itself_whole_never_cut() -> None
         row = next(i for i, line in enumerate(lines) if line.startswith("0 H200"))
         assert lines[row].split()[-1] == "remap" and lines[row + 1].split() == ["pending"]
         assert not any("…" in line for line in lines)
+
+
+def test_the_health_panel_counts_every_xid_line_of_a_burst_not_its_kinds() -> None:
+    """A burst is kept as one entry with its count (bounded memory); the panel must still say
+    how many Xid lines the GPU logged, not how many kinds."""
+    from gpudash.ui.panels.health import host_line
+
+    lines = [
+        f"[ {100 + i}.0] NVRM: Xid (PCI:0000:00:06): 13, pid=42, Graphics Exception"
+        for i in range(500)
+    ]
+    klog = parse_klog("\n".join(lines) + "\n")
+    assert sum(e.count for e in klog.xids) == 500 and len(klog.xids) < 500
+    data = health(klog=klog)
+    assert "500 Xid" in host_line(data).plain

@@ -59,7 +59,7 @@ def test_eight_gpus_show_the_slow_one_the_all_reduce_and_the_failed_engine(width
 
 def test_not_run_and_no_torch_and_refused_each_say_so():
     assert text(VerifySection(None)).strip() == (
-        "not run here: press V to run verify (kernels, copies, all-reduce)"
+        "not run here: b, then V, runs verify (kernels, copies, all-reduce)"
     )
     notorch = parse_verify((FIXTURES / "verify" / "h200-notorch.json").read_text())
     assert text(VerifySection(notorch)).splitlines()[1] == (

@@ -16,6 +16,7 @@ import pytest
 
 from gpudash.probe.registry import SECTION_NAMES
 from tests.support import FIXTURES, fakegpu
+from tests.support.configs import table, write_config
 from tests.support.sshd import Sshd
 from tests.support.tools import require
 
@@ -83,12 +84,14 @@ def test_gpudash_in_tmux_shows_the_host_the_fleet_and_quits_clean(
     # A second tool that never answers: quitting must not wait for it, nor leave it behind.
     host.write_tool("nvcc", "#!/bin/sh\nexec sleep 300\n")
     config = tmp_path / "config.toml"
-    config.write_text(
-        f'[ui]\ntheme = "textual-dark"\n[hosts.gpu-box]\naddress = "127.0.0.1"\n'
-        f'port = {host.port}\nuser = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-        f'known_hosts = "{sshd.known_hosts}"\nnetwork_targets = ["http://127.0.0.1:9/"]\n'
-        f"section_timeout = 120\nprobe_timeout = 300\n"
+    box = sshd.host_toml(
+        host,
+        "gpu-box",
+        network_targets=["http://127.0.0.1:9/"],
+        section_timeout=120,
+        probe_timeout=300,
     )
+    write_config(config, table("ui", {"theme": "textual-dark"}), box)
     env = {**os.environ, "TERM": "xterm-256color", "GPUDASH_CONFIG": str(config)}
     env.pop("NO_COLOR", None)
     tmux.socket.parent.mkdir(exist_ok=True)

@@ -46,6 +46,7 @@ PARTS = {
     "network": ("token", "flags", "target.0"),
     "health": ("pci", "klog", "smiq", "procs", "fm", "fmver", "rdma", "shm", "memlock"),
     "verify": ("result", "clock"),
+    "serve": ("state.1", "files", "clock"),
 }
 
 
@@ -92,6 +93,7 @@ AIMED = {
     "section.network": ("tabs", "digits"),
     "section.health": ("gpu_lost", "colons", "digits"),
     "section.verify": ("colons", "digits"),
+    "section.serve": ("colons", "digits"),
     "smi": ("smi_row", "smi_proc", "gpu_lost", "pipes", "digits"),
     "query": ("query_row", "digits"),
     "nvlink": ("nvlink_gpu", "nvlink_link"),

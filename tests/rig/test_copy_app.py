@@ -15,7 +15,8 @@ from gpudash.ui import create_app
 from gpudash.ui.screens.confirm import ConfirmTask
 from gpudash.ui.screens.tasks import TasksScreen
 from tests.app.test_app import settled, until
-from tests.rig.test_copy_direct import copy_config, make_tree, no_key_left, tree_of
+from tests.rig.test_copy_direct import copy_config, make_tree, no_key_left
+from tests.support.cli import tree_of
 from tests.support.netrig import NetRig
 
 SIZE = (120, 36)

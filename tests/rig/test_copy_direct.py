@@ -9,7 +9,6 @@ rig's sshd reads beside the rig's shared key file. Run only under `flock /tmp/gp
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from tests.support.cli import tree_of
 from tests.support.netrig import NetRig, RigHost
 
 BIG = 24 * 1024 * 1024
@@ -36,20 +36,6 @@ def make_tree(root: Path, *, big: int = BIG, small: int = 200) -> None:
         (root / "a" / "b" / f"f{i}.txt").write_text(f"small file {i}\n" * (i + 1))
     (root / "space name.txt").write_text("spaces are fine\n")
     (root / "big.bin").write_bytes(os.urandom(big))
-
-
-def tree_of(root: Path) -> dict[str, tuple[str, str]]:
-    out: dict[str, tuple[str, str]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = str(path.relative_to(root))
-        if path.is_symlink():
-            out[rel] = ("link", os.readlink(path))
-        elif path.is_dir():
-            out[rel] = (f"dir {path.stat().st_mode & 0o777:o}", "")
-        else:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            out[rel] = (f"file {path.stat().st_mode & 0o777:o}", digest)
-    return out
 
 
 def copy_config(rig: NetRig, *, streams: int = 4, extra: str = "") -> str:

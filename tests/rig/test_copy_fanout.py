@@ -20,9 +20,9 @@ from tests.rig.test_copy_direct import (
     run,
     slow_tar,
     start,
-    tree_of,
     wait_for,
 )
+from tests.support.cli import tree_of
 from tests.support.netrig import NetRig
 
 BIG = 48 * 1024 * 1024

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.rig.test_copy_direct import no_key_left, tree_of
+from tests.rig.test_copy_direct import no_key_left
 from tests.ssh.test_copy_peer import COMMIT, cache_model, plain_model
+from tests.support.cli import tree_of
 from tests.support.netrig import NetRig, RigHost
 
 

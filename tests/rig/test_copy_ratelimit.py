@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.rig.test_copy_direct import gpudash, no_key_left, tree_of
+from tests.rig.test_copy_direct import gpudash, no_key_left
+from tests.support.cli import tree_of
 from tests.support.netrig import NetRig
 from tests.support.tools import require
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from tests.support.configs import host_table
 from tests.support.faultprobe import assert_reason, others_fully_probed, probe_cli
 from tests.support.netrig import NetRig
 
@@ -44,7 +45,7 @@ def test_no_route_to_host(netrig: NetRig, tmp_path: Path):
 def test_an_address_nobody_answers_arp_for_is_no_route(netrig: NetRig, tmp_path: Path):
     """On the same subnet with no such machine: ARP fails, the kernel says EHOSTUNREACH."""
     needs_netns(netrig)
-    ghost = f'\n[hosts.ghost]\naddress = "{netrig.spare_address}"\nconnect_timeout = 8\n'
+    ghost = "\n" + host_table("ghost", address=netrig.spare_address, connect_timeout=8)
     run = probe_cli(netrig, netrig.config_toml() + ghost, workdir=tmp_path)
     assert_reason(run.hosts["ghost"], "no route to host", netrig.spare_address)
     others_fully_probed(run.hosts, "ghost")
@@ -109,7 +110,7 @@ def test_a_changed_host_key_is_refused_with_the_new_fingerprint(netrig: NetRig, 
 def test_a_host_that_accepts_tcp_but_never_speaks_ssh(
     netrig: NetRig, tmp_path: Path, silent_port: int
 ):
-    mute = f'\n[hosts.mute]\naddress = "127.0.0.1"\nport = {silent_port}\nconnect_timeout = 1.5\n'
+    mute = "\n" + host_table("mute", address="127.0.0.1", port=silent_port, connect_timeout=1.5)
     run = probe_cli(netrig, netrig.config_toml() + mute, workdir=tmp_path)
     assert_reason(run.hosts["mute"], "127.0.0.1", "1.5s", "TCP connected but no SSH greeting")
     others_fully_probed(run.hosts, "mute")

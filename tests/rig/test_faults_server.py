@@ -17,6 +17,7 @@ import pytest
 
 from gpudash.config.model import HostConfig
 from gpudash.transport.ssh import SshPool
+from tests.support.configs import host_table
 from tests.support.faultprobe import (
     assert_fully_probed,
     assert_reason,
@@ -73,12 +74,15 @@ def test_max_startups_drops_parallel_handshakes_and_every_host_still_answers(
     gpudash's job; none may end up failed."""
     netrig.sshd_options("h1", "MaxStartups 1")
     h1 = netrig.hosts[1]
-    aliases = "".join(
-        f'\n[hosts.h1{c}]\naddress = "{h1.address}"\nport = {h1.port}\nuser = "{netrig.user}"\n'
-        f'identity_file = "{netrig.client_key}"\nknown_hosts = "{netrig.known_hosts}"\n'
-        f'network_targets = ["http://127.0.0.1:9/"]\n'
-        for c in "abcde"
-    )
+    keys = {
+        "address": h1.address,
+        "port": h1.port,
+        "user": netrig.user,
+        "identity_file": str(netrig.client_key),
+        "known_hosts": str(netrig.known_hosts),
+        "network_targets": ["http://127.0.0.1:9/"],
+    }
+    aliases = "".join("\n" + host_table(f"h1{c}", **keys) for c in "abcde")
     run = probe_cli(netrig, netrig.config_toml() + aliases, workdir=tmp_path, timeout=60)
     others_fully_probed(run.hosts)
 
@@ -138,7 +142,7 @@ def hang_up_port() -> Iterator[int]:
 def test_a_server_that_always_hangs_up_is_retried_then_named(
     netrig: NetRig, tmp_path: Path, hang_up_port: int
 ):
-    extra = f'\n[hosts.closer]\naddress = "127.0.0.1"\nport = {hang_up_port}\nconnect_timeout = 3\n'
+    extra = "\n" + host_table("closer", address="127.0.0.1", port=hang_up_port, connect_timeout=3)
     run = probe_cli(netrig, netrig.config_toml() + extra, workdir=tmp_path)
     assert_reason(run.hosts["closer"], "closed by the server before login", "MaxStartups")
     others_fully_probed(run.hosts, "closer")

@@ -13,24 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.ssh.test_tasks_cli import write_config
+from tests.support.cli import tree_of
 from tests.support.sshd import FakeHost, Sshd
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
-
-def tree_of(root: Path) -> dict[str, tuple[str, str]]:
-    """Every entry under root: (kind and mode, sha256 or link target)."""
-    out: dict[str, tuple[str, str]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = str(path.relative_to(root))
-        if path.is_symlink():
-            out[rel] = ("link", os.readlink(path))
-        elif path.is_dir():
-            out[rel] = (f"dir {path.stat().st_mode & 0o777:o}", "")
-        else:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            out[rel] = (f"file {path.stat().st_mode & 0o777:o}", digest)
-    return out
 
 
 def plain_model(root: Path) -> None:

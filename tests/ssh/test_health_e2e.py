@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES, fakegpu
+from tests.support.configs import write_config
 from tests.support.sshd import FakeHost, Sshd
 
 H200 = FIXTURES / "h200-1x"
@@ -31,19 +32,8 @@ BASE = {
 
 
 def check(sshd: Sshd, host: FakeHost, tmp_path: Path) -> dict:
-    keys = {
-        "address": "127.0.0.1",
-        "port": host.port,
-        "user": sshd.user,
-        "identity_file": str(sshd.client_key),
-        "known_hosts": str(sshd.known_hosts),
-        "network_targets": [],
-        "connect_timeout": 2,
-    }
     config = tmp_path / "c.toml"
-    config.write_text(
-        f"[hosts.{host.name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-    )
+    write_config(config, sshd.host_toml(host, network_targets=[], connect_timeout=2))
     run = subprocess.run(
         [sys.executable, "-m", "gpudash", "--config", str(config), "check", "--json", "--all"],
         capture_output=True,
@@ -74,10 +64,15 @@ def health(found: dict) -> dict[str, dict]:
 def test_the_real_h200s_outputs_give_no_health_finding(
     sshd: Sshd, fake_host: FakeHost, tmp_path: Path
 ) -> None:
+    """The fake host's bus is this machine's sysfs, which has no NVIDIA function (and no
+    lspci is faked): the lost-GPU check cannot run, and the verdict says so beside ok."""
+    _needs_lspci()
     fakegpu.install(fake_host.bin_dir, BASE)
     found = health(check(sshd, fake_host, tmp_path))
-    assert list(found) == ["health.ok"], found
+    assert list(found) == ["health.pci_unreadable", "health.ok"], found
+    assert found["health.pci_unreadable"]["severity"] == "info"
     assert "kernel log (dmesg)" in found["health.ok"]["title"]
+    assert "not read: PCI bus" in found["health.ok"]["title"]
 
 
 def test_xid_79_in_dmesg_is_a_fail_naming_the_gpu(
@@ -137,3 +132,33 @@ def test_a_fabric_manager_that_does_not_match_the_driver_is_a_fail(
     fm = found["health.fabric_manager"]
     assert fm["severity"] == "fail"
     assert "550.120" in json.dumps(fm)
+
+
+def test_xid_119_in_every_log_format_is_a_gsp_fail_with_its_fix(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path
+) -> None:
+    """A real Xid 119 (leptonai/gpud#500) behind the 17 prefixes dmesg and journalctl print."""
+    fakegpu.install(fake_host.bin_dir, {**BASE, "dmesg.txt": PUB / "xid-119-varied-prefixes.txt"})
+    found = health(check(sshd, fake_host, tmp_path))
+    xid = found["health.xid_119"]
+    assert xid["severity"] == "fail" and "(x17)" in xid["title"]
+    assert "NVreg_EnableGpuFirmware=0" in xid["fix"]
+    assert xid["facts"]["judged_from"] == "kernel log (dmesg)"
+
+
+def test_a_fabric_in_progress_is_judged_on_a_gpu_without_nvswitch(
+    sshd: Sshd, fake_host: FakeHost, tmp_path: Path
+) -> None:
+    """The H200's -q with gpu-operator#2511's Fabric State (In Progress): the fabric is
+    judged on every GPU, with the host's own uptime deciding fail or "still booting"."""
+    q = (DEVICE / "q.txt").read_text()
+    old = "        State                                          : N/A\n"
+    assert old in q
+    derived = tmp_path / "q-in-progress.txt"
+    derived.write_text(q.replace(old, old.replace("N/A", "In Progress"), 1))
+    fakegpu.install(fake_host.bin_dir, {**BASE, "q.txt": derived})
+    found = health(check(sshd, fake_host, tmp_path))
+    fabric = found["health.fabric_state"]
+    booted_long_ago = float(Path("/proc/uptime").read_text().split()[0]) > 600
+    assert fabric["severity"] == ("fail" if booted_long_ago else "info")
+    assert "In Progress" in fabric["title"] and fabric["facts"]["uptime_s"]

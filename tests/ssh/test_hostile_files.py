@@ -15,7 +15,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,19 +23,11 @@ import pytest
 from gpudash.model import HostResult, HostState
 from gpudash.saved import load_host, save_host
 from tests.support import FIXTURES
+from tests.support.cli import gpudash
+from tests.support.configs import host_table, write_config
 from tests.support.sshd import FakeHost, Sshd
 
 CAPTURE = FIXTURES / "saved" / "dgx-h200"
-
-
-def gpudash(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpudash", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ,
-    )
 
 
 def refused(run: subprocess.CompletedProcess[str], path: Path, why: str) -> None:
@@ -254,10 +245,16 @@ def test_a_known_hosts_fifo_named_by_ssh_config_fails_the_host_within_its_timeou
     ssh.mkdir(mode=0o700, exist_ok=True)
     (ssh / "config").write_text(f"Host *\n    UserKnownHostsFile {bad}\n")
     config = tmp_path / "c.toml"
-    config.write_text(
-        f'[hosts.box]\naddress = "127.0.0.1"\nport = {fake_host.port}\nuser = "{sshd.user}"\n'
-        f'identity_file = "{sshd.client_key}"\nconnect_timeout = 5\n'
+    # no known_hosts key: the one ~/.ssh/config names is the one read
+    box = host_table(
+        "box",
+        address="127.0.0.1",
+        port=fake_host.port,
+        user=sshd.user,
+        identity_file=str(sshd.client_key),
+        connect_timeout=5,
     )
+    write_config(config, box)
     started = time.monotonic()
     run = gpudash("probe", "--config", str(config), timeout=30)
     assert time.monotonic() - started < 15

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURES, fakegpu
+from tests.support.cli import gpudash as run_gpudash
+from tests.support.configs import write_config
 from tests.support.sshd import FakeHost, Sshd
 
 FIX = FIXTURES
@@ -69,26 +71,12 @@ def hostile(host: FakeHost, tmp_path: Path) -> None:
 
 
 def config_for(sshd: Sshd, host: FakeHost, path: Path, **extra: object) -> Path:
-    keys: dict[str, object] = {
-        "address": "127.0.0.1",
-        "port": host.port,
-        "user": sshd.user,
-        "identity_file": str(sshd.client_key),
-        "known_hosts": str(sshd.known_hosts),
-        "network_targets": ["http://127.0.0.1:9/"],
-        **extra,
-    }
-    path.write_text("[hosts.evil]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items()))
-    return path
+    keys = {"network_targets": ["http://127.0.0.1:9/"], **extra}
+    return write_config(path, sshd.host_toml(host, "evil", **keys))
 
 
 def gpudash(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpudash", *args],
-        capture_output=True,
-        timeout=60,
-        env=os.environ.copy(),
-    )
+    return run_gpudash(*args, text=False)
 
 
 def strings(value: object) -> list[str]:

@@ -15,12 +15,13 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import configs
+from tests.support.cli import gpudash as run_gpudash
 from tests.support.sshd import FakeHost, Sshd
 
 HOST_ENV_TOKEN = "hf_HOSTenvPLANTEDtokenValue0123456789ab"
@@ -66,25 +67,20 @@ printf 'progress\\r%s\\n' "$WANDB_API_KEY"
 
 
 def write_config(sshd: Sshd, host: FakeHost, path: Path, home: Path) -> Path:
-    path.write_text(
-        f'[hosts.box]\naddress = "127.0.0.1"\nport = {host.port}\nuser = "{sshd.user}"\n'
-        f'identity_file = "{sshd.client_key}"\n'
+    box = sshd.host_toml(
+        host,
+        "box",
         # accept-new into a known_hosts file gpudash creates itself
-        f'known_hosts = "{home}/.ssh/known_hosts"\nhost_key_policy = "accept-new"\n'
-        'network_targets = ["http://127.0.0.1:9/"]\n' + TASK
+        known_hosts=f"{home}/.ssh/known_hosts",
+        host_key_policy="accept-new",
+        network_targets=["http://127.0.0.1:9/"],
     )
-    return path
+    return configs.write_config(path, box + TASK)
 
 
 def gpudash(*args: str) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "HF_TOKEN": LOCAL_TOKEN, "WANDB_API_KEY": LOCAL_KEY}
-    return subprocess.run(
-        [sys.executable, "-m", "gpudash", *args],
-        capture_output=True,
-        timeout=90,
-        env=env,
-        preexec_fn=lambda: os.umask(0),
-    )
+    return run_gpudash(*args, text=False, timeout=90, env=env, preexec_fn=lambda: os.umask(0))
 
 
 def test_no_planted_token_appears_in_anything_gpudash_printed_or_wrote(

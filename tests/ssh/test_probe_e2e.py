@@ -7,10 +7,8 @@ the fake `nvidia-smi`/`nvcc` scripts printing captured outputs (tests/support/fa
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import asyncssh
@@ -18,6 +16,7 @@ import pytest
 
 from gpudash.probe.registry import SECTION_NAMES
 from tests.support import FIXTURES, fakegpu
+from tests.support.cli import gpudash
 from tests.support.sshd import FakeHost, Sshd
 
 FIX = FIXTURES
@@ -28,28 +27,9 @@ NVLINK_8X = {
 }
 
 
-def gpudash(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpudash", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
-
-
 def host_block(sshd: Sshd, name: str, port: int, **extra: object) -> str:
-    keys: dict[str, object] = {
-        "address": "127.0.0.1",
-        "port": port,
-        "user": sshd.user,
-        "identity_file": str(sshd.client_key),
-        "known_hosts": str(sshd.known_hosts),
-        "network_targets": ["http://127.0.0.1:9/"],
-        "connect_timeout": 2,
-        **extra,
-    }
-    return f"[hosts.{name}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+    keys = {"port": port, "network_targets": ["http://127.0.0.1:9/"], "connect_timeout": 2}
+    return sshd.host_toml(sshd.hosts[0], name, **{**keys, **extra})
 
 
 def closed_port() -> int:

@@ -12,9 +12,8 @@ import pytest
 from gpudash.model import to_jsonable
 from gpudash.probe.sections import verify
 from tests.support import FIXTURES
-from tests.support.sectionrun import bin_dir, busybox_sh, run_section
+from tests.support.sectionrun import SHELL_NAMES, bin_dir, run_section, shell_argv
 
-SHELLS = [("/bin/sh",)] + ([busybox_sh()] if busybox_sh() else [])
 REAL = (FIXTURES / "verify" / "h200-1x.json").read_text()
 
 
@@ -28,10 +27,10 @@ def host(tmp_path, text: str | None):
     return {"HOME": str(home), "PATH": bin_dir(tmp_path / "bin")}
 
 
-@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+@pytest.mark.parametrize("shell", SHELL_NAMES)
 def test_the_last_result_is_read_with_the_hosts_clock(tmp_path, shell):
     before = time.time()
-    _parts, data = run_section(verify, host(tmp_path, REAL), shell=shell)
+    _parts, data = run_section(verify, host(tmp_path, REAL), shell=shell_argv(shell))
     assert data.result is not None and data.result.status == "ok"
     assert data.result.gpus[0].matmul_tflops == 670.9
     assert before - 2 <= data.host_now <= time.time() + 2
@@ -45,7 +44,9 @@ def test_no_result_is_not_run_and_not_an_error(tmp_path):
     parts, data = run_section(verify, host(tmp_path, None))
     assert parts["result"].rc == 3
     assert data.result is None and data.notes == ()
-    assert verify.summary(data) == "not run (V runs it)"
+    assert verify.summary(data) == (
+        "not run (`gpudash run verify HOST` runs it; b then V in the dashboard)"
+    )
 
 
 def test_an_oversized_or_garbled_file_is_unknown(tmp_path):

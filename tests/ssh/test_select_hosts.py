@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpudash.cli.main import main
+from tests.support.configs import host_table, write_config
 from tests.support.sshd import FakeHost, Sshd
 
 
@@ -90,6 +91,8 @@ def test_an_ad_hoc_user_at_host_port_target_needs_no_config_entry(
         (["report", "gpu-b"], "unknown host 'gpu-b' in {c} (did you mean 'gpu-b2'?)"),
         (["tasks", "nosuch"], "(an ad-hoc target is user@host[:port])"),
         (["probe", "me@host:99999"], "'me@host:99999': port 99999 is out of range (1-65535)"),
+        (["probe", "x"], "'x' is a tag, not a host: --tag x"),  # not "did you mean gpu-a1?"
+        (["report", "b"], "'b' is a tag, not a host (gpu-b2): name one"),
     ],
 )
 def test_what_selects_nothing_is_one_line_with_a_did_you_mean(
@@ -121,11 +124,14 @@ def test_a_host_range_in_the_config_is_one_host_per_number_reached_through_ssh_c
         )
     )
     config = tmp_path / "c.toml"
-    config.write_text(
-        '[hosts."rack-[01-03]"]\n'
-        f'user = "{sshd.user}"\nidentity_file = "{sshd.client_key}"\n'
-        f'known_hosts = "{sshd.known_hosts}"\ntags = ["rack"]\n'
+    rack = host_table(
+        '"rack-[01-03]"',  # no address or port: ~/.ssh/config's Host blocks give them
+        user=sshd.user,
+        identity_file=str(sshd.client_key),
+        known_hosts=str(sshd.known_hosts),
+        tags=["rack"],
     )
+    write_config(config, rack)
     names = _probed(["probe", "--json", "--config", str(config)], capsys)
     assert names == ["rack-01", "rack-02", "rack-03"]
     assert main(["tasks", "rack-03", "--config", str(config)]) == 0

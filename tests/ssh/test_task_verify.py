@@ -21,6 +21,7 @@ from gpudash.probe.sections import verify as section
 from gpudash.tasks.prepare import Facts, prepare
 from gpudash.tasks.spec import load_tasks
 from gpudash.tasks.verify import PROGRAM, RESULT_DIR
+from tests.support import FIXTURES, fakegpu
 from tests.support.sectionrun import run_section
 from tests.support.sshd import FakeHost, Sshd
 
@@ -44,6 +45,7 @@ def test_run_verify_without_torch_fails_with_one_line_and_leaves_the_result(
     sshd: Sshd, fake_host: FakeHost, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
     venv = serve_venv(fake_host)
+    fakegpu.install(fake_host.bin_dir, FIXTURES / "h200-1x")  # verify is refused without a GPU
     config = tmp_path / "c.toml"
     config.write_text(sshd.host_toml(fake_host) + TASKS.format(venv=venv))
     assert main(["run", "verify", "h0", "--config", str(config)]) == 1

@@ -41,6 +41,7 @@ from gpudash.transport.local import LocalTransport
 from gpudash.transport.replay import ReplayTransport
 from gpudash.transport.ssh import SshPool
 from tests.ssh.test_tasks_cli import write_config
+from tests.support.cli import tree_of
 from tests.support.sshd import FakeHost, Sshd
 from tests.support.tools import require
 
@@ -71,21 +72,6 @@ def make_tree(root: Path) -> None:
     data = bytearray(os.urandom(BIG))
     data[4096] = 0  # the corrupting tar stand-in writes 0xff here
     (root / "big.bin").write_bytes(bytes(data))
-
-
-def tree_of(root: Path) -> dict[str, tuple[str, str]]:
-    """Every entry under root: (kind and mode, sha256 or link target)."""
-    out: dict[str, tuple[str, str]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = str(path.relative_to(root))
-        if path.is_symlink():
-            out[rel] = ("link", os.readlink(path))
-        elif path.is_dir():
-            out[rel] = (f"dir {path.stat().st_mode & 0o777:o}", "")
-        else:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            out[rel] = (f"file {path.stat().st_mode & 0o777:o}", digest)
-    return out
 
 
 async def collect(stream: AsyncIterator[object]) -> list[TaskEvent]:

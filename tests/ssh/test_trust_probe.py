@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,6 +24,8 @@ import pytest
 from gpudash.transport.base import RemoteProcess
 from gpudash.transport.ssh import SshPool
 from tests.support import FIXTURES, fakegpu
+from tests.support.cli import gpudash
+from tests.support.configs import write_config
 from tests.support.sshd import FakeHost, Sshd
 
 NOLOGIN, NO_TIMEOUT, NO_SETSID = 0, 1, 2
@@ -64,30 +65,9 @@ def hostile_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         server.close()
 
 
-def gpudash(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpudash", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
-
-
 def config(sshd: Sshd, host: FakeHost, path: Path, **extra: object) -> Path:
-    keys: dict[str, object] = {
-        "address": "127.0.0.1",
-        "port": host.port,
-        "user": sshd.user,
-        "identity_file": str(sshd.client_key),
-        "known_hosts": str(sshd.known_hosts),
-        "network_targets": ["http://127.0.0.1:9/"],
-        "connect_timeout": 5,
-        **extra,
-    }
-    body = "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
-    path.write_text(f"[hosts.{host.name}]\n{body}")
-    return path
+    keys = {"network_targets": ["http://127.0.0.1:9/"], "connect_timeout": 5, **extra}
+    return write_config(path, sshd.host_toml(host, **keys))
 
 
 def test_a_host_that_forces_nologin_is_failed_with_its_own_line_not_answered(

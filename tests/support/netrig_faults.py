@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.support import netrig_net as net
+from tests.support.configs import host_table, table
 
 if TYPE_CHECKING:
     from tests.support.netrig import RigHost
@@ -46,9 +47,7 @@ class Faults:
         """
         text = ""
         if defaults:
-            text += "[defaults]\n" + "".join(
-                f"{k} = {json.dumps(v)}\n" for k, v in defaults.items()
-            )
+            text += table("defaults", defaults)
         for h in self.hosts:
             if only is not None and h.name not in only:
                 continue
@@ -63,8 +62,7 @@ class Faults:
                 **host_overrides,
                 **(per_host or {}).get(h.name, {}),
             }
-            text += f"\n[hosts.{h.name}]\n"
-            text += "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items() if v is not None)
+            text += "\n" + host_table(h.name, **{k: v for k, v in keys.items() if v is not None})
         return text
 
     def client_command(self: Any, argv: list[str]) -> list[str]:

@@ -89,6 +89,17 @@ def script_tool(where: Path, name: str, text: str) -> Path:
     return path
 
 
+SHELL_NAMES = ("sh", "busybox")
+"""The shells a section body is run under: parametrize by these names and resolve each in the
+test (`shell_argv`), never at import: a missing busybox then fails its own tests, each in one
+line, instead of aborting the collection of the whole run (issue 33, item 2)."""
+
+
+def shell_argv(name: str) -> tuple[str, ...]:
+    """The argv of one of `SHELL_NAMES` (a missing tool fails the calling test)."""
+    return ("/bin/sh",) if name == "sh" else busybox_sh()
+
+
 def busybox_sh() -> tuple[str, ...]:
     """busybox's `sh` (a missing busybox fails the test: `tests.support.tools.require`)."""
     from tests.support.tools import busybox_sh as required

@@ -287,14 +287,20 @@ class Sshd:
 
     # -- config ----------------------------------------------------------------------------
 
-    def host_toml(self, host: FakeHost, name: str | None = None) -> str:
+    def host_toml(self, host: FakeHost, name: str | None = None, **extra: object) -> str:
         """The `[hosts.NAME]` table of a gpudash config file that reaches `host` (for tests
-        and benches that run the `gpudash` command)."""
-        return (
-            f'[hosts.{name or host.name}]\naddress = "127.0.0.1"\nport = {host.port}\n'
-            f'user = "{self.user}"\nidentity_file = "{self.client_key}"\n'
-            f'known_hosts = "{self.known_hosts}"\n'
-        )
+        and benches that run the `gpudash` command): the one door to this server in a config
+        file, as `host_config` is in code. `extra` keys are added or override these."""
+        from tests.support.configs import host_table
+
+        keys: dict[str, object] = {
+            "address": "127.0.0.1",
+            "port": host.port,
+            "user": self.user,
+            "identity_file": str(self.client_key),
+            "known_hosts": str(self.known_hosts),
+        }
+        return host_table(name or host.name, **{**keys, **extra})
 
     def ssh_argv(self, host: FakeHost, *command: str) -> list[str]:
         """OpenSSH's client running `command` on `host`: the baseline benches compare with."""

@@ -46,7 +46,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     [
         ("smi", "no nvidia-smi table found"),
         ("topo", "no `nvidia-smi topo -m` matrix found"),
-        ("query", "no `nvidia-smi --query-gpu` CSV found"),
+        ("query", "no `nvidia-smi --query-gpu` CSV found (a noheader one needs --fields)"),
         ("nvlink", "no `nvidia-smi nvlink --status` output found"),
         ("nvcc", "no `nvcc --version` output found"),
     ],
@@ -56,6 +56,15 @@ def test_parse_of_another_tools_output_exits_1_naming_what_is_missing(capsys, ki
     rc, out, err = run(capsys, "parse", kind, str(other))
     assert (rc, out) == (1, "")
     assert err == f"gpudash: {other}: {line}\n"
+
+
+def test_parse_query_of_a_text_file_exits_1_and_not_json_of_its_lines(capsys):
+    """Issue 33, item 7: any text has lines a CSV parser reads as rows (the README gave rc 0
+    and 152 lines of JSON); a header not of nvidia-smi's column names is not its output."""
+    readme_like = Path(__file__)
+    rc, out, err = run(capsys, "parse", "query", str(readme_like))
+    assert (rc, out) == (1, "")
+    assert err.startswith(f"gpudash: {readme_like}: no `nvidia-smi --query-gpu` CSV found")
 
 
 def test_parse_text_summarises_the_table_a_person_reads(capsys):
@@ -101,7 +110,8 @@ def test_every_json_document_says_its_schema_version_and_time(saved, capsys):
 def test_report_to_a_file_exits_0_when_written_even_for_a_failing_host(saved, capsys, tmp_path):
     target_file = tmp_path / "a40.md"
     rc, out, err = run(capsys, "report", "a40", "--replay", str(saved), "-o", str(target_file))
-    assert (rc, out, err) == (0, "", "")
+    said = f"gpudash: wrote the report of a40 to {target_file}, worst finding: fail\n"
+    assert (rc, out, err) == (0, "", said)  # said on stderr (issue 33: -o was silent)
     assert "- **FAIL** `gpus.err`: GPU 4 in ERR! state" in target_file.read_text()
     rc, _, err = run(capsys, "report", "down", "--replay", str(saved), "-o", str(target_file))
     assert rc == 0 and "connection refused" in target_file.read_text()

@@ -9,7 +9,8 @@ import pytest
 
 from gpudash.config.load import parse_config
 from gpudash.config.model import ConfigError
-from gpudash.tasks.copy.fanout import CopyGroup, _names, _shown_line, copy_groups
+from gpudash.tasks.copy.fanout import CopyGroup, _names, _shown_line
+from gpudash.tasks.kinds import run_groups
 from gpudash.tasks.spec import load_tasks
 
 HOSTS = ["h0", "h1", "h2", "h3"]
@@ -18,7 +19,7 @@ NAMES = {"d1": "h1", "d2": "h2", "d3": "h3"}
 
 def groups(params: dict, hosts: list[str] = HOSTS, names: tuple[str, ...] = ("copy",)):
     specs = load_tasks({"copy": {"params": params}})
-    return copy_groups(specs, list(names), hosts)
+    return run_groups(specs, list(names), hosts)
 
 
 def test_two_or_more_destinations_of_a_direct_copy_are_one_group():

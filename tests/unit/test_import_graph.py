@@ -7,7 +7,8 @@ function-level import is only a loop put off until the function runs; imports un
 
 Layers, bottom first; a module may import its own layer and the ones below, never above:
 
-    leaves      gpudash, text, files, aio, checks.versions, config.model: import nothing of gpudash
+    leaves      gpudash, text, files, aio, versions, units, shlib (the sh library of remote
+                scripts), config.model: import nothing of gpudash
     probe       the probe script, its framing and the parsers: pure text -> dataclasses
     results     model (the probe's results), saved (raw outputs on disk), summary (their words)
     config      the config file: values, schema, expect, lines, keys, document, load
@@ -40,19 +41,27 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.aio",
             "gpudash.versions",
             "gpudash.units",
+            "gpudash.shlib",
             "gpudash.config.model",
             # A facts table the probe reads (device id / name -> cc); it imports nothing.
             "gpudash.checks.facts.gpu_identity",
         ),
     ),
+    # Travels to the host and runs there on its own (issue 29): imports nothing but itself,
+    # so any layer may read it (the serve probe section: the state file, phase titles).
+    ("serve", ("gpudash.serve",)),
     ("probe", ("gpudash.probe",)),
     ("results", ("gpudash.model", "gpudash.saved", "gpudash.summary")),
     ("config", ("gpudash.config",)),
     ("checks", ("gpudash.checks",)),
     ("transport", ("gpudash.transport",)),
     ("orchestration", ("gpudash.host_probe", "gpudash.fleet", "gpudash.headstart")),
+    ("serve-preflight", ("gpudash.serve.preflight",)),  # reads the probe's results, checks
     ("tasks", ("gpudash.tasks",)),
-    ("faces", ("gpudash.report", "gpudash.cli", "gpudash.ui", "gpudash.__main__")),
+    (
+        "faces",
+        ("gpudash.report", "gpudash.cli", "gpudash.ui", "gpudash.__main__"),
+    ),
 )
 
 LEAVES = (
@@ -61,6 +70,7 @@ LEAVES = (
     "gpudash.aio",
     "gpudash.units",
     "gpudash.versions",
+    "gpudash.shlib",
     "gpudash.config.model",
     "gpudash.checks.facts.gpu_identity",
 )

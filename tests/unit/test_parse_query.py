@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpudash.probe.query import field_name, integer, number, parse_query, text
 from tests.support import FIXTURES
@@ -87,11 +85,3 @@ def test_query_an_error_message_gives_no_rows_and_a_note() -> None:
     table = parse_query('Field "compute_cap" is not a valid field to query.\n')
     assert table.rows == ()
     assert table.notes
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300),
-       st.none() | st.lists(st.text(max_size=10), max_size=5))  # fmt: skip
-def test_query_never_raises_on_arbitrary_text(value: str, fields: list[str] | None) -> None:
-    parse_query(value, fields).to_json()
-    number(value)

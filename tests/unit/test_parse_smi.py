@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpudash.probe.smi import parse_smi
 from tests.support import FIXTURES
@@ -128,22 +126,3 @@ def test_smi_to_json_has_exactly_the_public_keys() -> None:
         "persistence_mode", "error",
     }  # fmt: skip
     assert set(data["processes"][0]) == {"gpu", "pid", "type", "name", "memory_mib"}
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=400))
-def test_smi_never_raises_on_arbitrary_text(text: str) -> None:
-    parse_smi(text).to_json()
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["|", "+----+", "\n", "   0  NVIDIA H200   On  ", "ERR!", "N/A",
-                         "MIG devices:", "Processes:", "GPU  Name", "78W / 700W", "0MiB / 1MiB",
-                         "NVIDIA-SMI 1 Driver Version: 2 CUDA Version: 3", "\x00", "\x1b[0m"]),
-        max_size=60,
-    ).map("".join)
-)  # fmt: skip
-def test_smi_never_raises_on_table_like_noise(text: str) -> None:
-    parse_smi(text).to_json()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpudash.probe.topo import parse_topo
 from tests.support import FIXTURES
@@ -159,21 +157,3 @@ def test_topo_to_json_has_exactly_the_public_keys() -> None:
         "gpus", "nics", "nic_names", "links", "cpu_affinity", "numa_affinity",
         "gpu_numa_id", "all_nvlink", "min_nvlink",
     }  # fmt: skip
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=400))
-def test_topo_never_raises_on_arbitrary_text(text: str) -> None:
-    parse_topo(text).to_json()
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["GPU0", "GPU1", "NIC0", "\t", " ", "X", "NV18", "SYS", "\n", "N/A",
-                         "CPU Affinity", "\x1b[4m", "0-15", "NIC Legend:", "NIC0: mlx5_0"]),
-        max_size=60,
-    ).map("".join)
-)  # fmt: skip
-def test_topo_never_raises_on_matrix_like_noise(text: str) -> None:
-    parse_topo(text).to_json()

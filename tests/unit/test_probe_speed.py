@@ -79,6 +79,7 @@ def test_where_pyopenssl_is_installed_asyncssh_imports_x509_as_before(tmp_path: 
     assert _fresh(code) == "True"
 
 
+# Not gpudash.probe.kernel_log: the health section's body prints its Xid sets.
 PARSER_MODULES = (
     "gpudash.probe.arch",
     "gpudash.probe.gpu_ids",
@@ -86,7 +87,6 @@ PARSER_MODULES = (
     "gpudash.probe.smi",
     "gpudash.probe.smiq",
     "gpudash.probe.hostfacts",
-    "gpudash.probe.kernel_log",
     "gpudash.probe.nvlink",
     "gpudash.probe.topo",
     "gpudash.probe.nvcc",

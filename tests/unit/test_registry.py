@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from gpudash.config.load import parse_config
 from gpudash.fleet import Fleet
 from gpudash.model import FindingsComputed, SectionResult
 from gpudash.probe.registry import SECTION_NAMES, section
+from gpudash.report import render_markdown
 from gpudash.summary import section_line
 from tests.support import FIXTURES
 from tests.support.hosts import host
@@ -42,6 +46,28 @@ def test_every_registered_section_has_a_parser_a_summary_line_and_a_panel(name: 
     else:
         panel = panel_for(name)
         assert name == panel.SECTION and panel in PANELS
+
+
+@pytest.mark.parametrize("name", SECTION_NAMES)
+def test_every_registered_section_renders_its_own_part_of_the_report(name: str) -> None:
+    sec = section(name)
+    assert sec.title and all(isinstance(line, str) for line in sec.report(sec.parse({})))
+    result = host("dgx-h200")
+    text = render_markdown(result, ())
+    part = "\n".join(sec.report(result.sections[name].data))
+    assert f"## {sec.title}\n\n{part}\n" in text
+
+
+def test_a_section_module_without_a_report_part_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    future = types.ModuleType("gpudash.probe.sections.future")
+    system = importlib.import_module("gpudash.probe.sections.system")
+    for attr in ("NAME", "TIMEOUT", "BODY", "parse", "summary", "TITLE"):
+        setattr(future, attr, getattr(system, attr))
+    monkeypatch.setitem(sys.modules, "gpudash.probe.sections.future", future)
+    with pytest.raises(LookupError, match="section future: its module has no report"):
+        section("future")
 
 
 def test_the_host_view_shows_findings_then_each_section_in_registry_order() -> None:

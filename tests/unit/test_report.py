@@ -27,6 +27,7 @@ def test_the_8_gpu_report_has_every_section_in_ticket_order():
         "## Network",
         "## Health",
         "## Verify",
+        "## Serve",
     ]
     assert "Probe: ready. Verdict: **WARN** (1 warn, 1 info, 6 ok)." in text  # 6th: health.ok
 
@@ -113,6 +114,7 @@ def test_the_json_report_carries_findings_and_every_sections_data():
         "network",
         "health",
         "verify",
+        "serve",
     }
     assert doc["sections"]["health"]["kernel"]["source"] == "dmesg"
     assert doc["sections"]["topology"]["summary"] == "all 28 pairs NV18"

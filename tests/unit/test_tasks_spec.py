@@ -7,8 +7,6 @@ import shlex
 import subprocess
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpudash.config.load import parse_config
 from gpudash.config.model import ConfigError
@@ -16,7 +14,6 @@ from gpudash.tasks.logs import LineAssembler, Masker
 from gpudash.tasks.prepare import Facts, PrepareError, prepare
 from gpudash.tasks.render import exports
 from gpudash.tasks.spec import TaskSpecError, load_tasks, order
-from gpudash.text import clean
 
 HOSTS = '[hosts.a]\naddress = "x"\n'
 
@@ -208,36 +205,3 @@ def test_task_spec_errors_outside_a_config_list_every_problem():
         'tasks.venv.params.pyton: unknown parameter for kind "venv" (takes: path, python)'
         " (did you mean 'python'?)",
     ]
-
-
-def _lines_one_by_one(data: bytes) -> list[str]:
-    """The meaning of a task's output, line by line: a `\\r` followed by more text starts
-    its line over; each finished line is cleaned and masked on its own."""
-    mask = Masker(["s3cret"])
-    out = []
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    for i, line in enumerate(lines):
-        kept = ""
-        for piece in line.split("\r"):
-            kept = piece or kept
-        if i < len(lines) - 1 or kept:  # an unfinished last line counts once it has text
-            out.append(mask(clean(kept)))
-    return out
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.sampled_from(["a", "é", "\r", "\n", "\r\n", "\x1b]0;t", "\x07", "\x1b[1m", "s3cret"])
-    ),
-    st.lists(st.integers(min_value=1, max_value=7)),
-)
-def test_a_log_reads_the_same_however_the_stream_was_cut(pieces, cuts) -> None:  # type: ignore[no-untyped-def]
-    data = "".join(pieces).encode()
-    asm = LineAssembler(Masker(["s3cret"]))
-    got, at = [], 0
-    for n in cuts:
-        got += asm.feed(data[at : at + n])
-        at += n
-    got += asm.feed(data[at:], final=True)
-    assert got == _lines_one_by_one(data)

@@ -170,6 +170,31 @@ ACTION_FIX = {
 }
 
 
+# Xid 119 (GSP RPC timeout) and 120 (GSP error): the catalog's action is RESET_GPU. The known
+# workaround on drivers that hit it is to run without the GSP firmware, possible only with the
+# proprietary kernel module on pre-Blackwell GPUs (`NVreg_EnableGpuFirmware=0`; the open
+# module and Blackwell require GSP): NVIDIA/open-gpu-kernel-modules#446 (thread, 2023-2026,
+# where NVIDIA's 525 release notes v3.0 are quoted: "Fixed an issue specific to GSP-RM that
+# could lead to GSP RPC timeout errors (Xid 119)", fixed in 525.105.17), and the driver
+# README's "GSP Firmware" chapter (the EnableGpuFirmware module parameter).
+GSP_XIDS = (119, 120)
+GSP_FIX = (
+    "Reset the GPU (`nvidia-smi -r -i N` with nothing on it) or reboot. If Xid {xid} returns, "
+    "update the driver (some branches fixed GSP RPC timeouts, e.g. 525.105.17); a known "
+    "workaround on affected drivers is to run without the GSP firmware: "
+    "`options nvidia NVreg_EnableGpuFirmware=0` in /etc/modprobe.d, then reboot "
+    "(proprietary kernel module on pre-Blackwell GPUs only)."
+)
+GSP_SOURCE = "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/446"
+
+
+def fix_for(xid: int, action: str) -> str:
+    """The fix text of one Xid: GSP's own for 119/120, else the action's."""
+    if xid in GSP_XIDS:
+        return GSP_FIX.format(xid=xid)
+    return ACTION_FIX.get(action, "See NVIDIA's Xid catalog for this code.")
+
+
 def info(xid: int) -> XidInfo | None:
     return CATALOG.get(xid)
 

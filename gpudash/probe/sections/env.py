@@ -10,10 +10,11 @@ and mamba 1 are Python programs, so their versions come from `conda-meta/*.json`
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
+from gpudash.probe.markdown import md, md_table
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line
 from gpudash.versions import local_cuda, short
@@ -414,3 +415,43 @@ def summary(data: Env) -> str:
     ]
     bits.append("venvs: " + ", ".join(venvs) if venvs else "no venv")
     return " · ".join(bits)
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Env"
+
+
+def report(e: Env) -> list[str]:
+    lines = []
+    if e.pythons:
+        rows: list[Sequence[object]] = [(p.path, p.version or p.error, p.pip) for p in e.pythons]
+        lines += md_table(["Python", "Version", "pip"], rows)
+    else:
+        lines.append("No python on PATH.")
+    lines.append("")
+    uv = f"uv {md(e.uv.version)} at {md(e.uv.path)}" if e.uv else "no uv"
+    conda = ", ".join(f"{md(t.name)} {md(t.version)}" for t in e.conda)
+    lines.append(f"{uv}{'; ' + conda if conda else ''}.")
+    lines.append("")
+    if e.venvs:
+        rows = []
+        for v in e.venvs:
+            others = ", ".join(f"{p} {v.packages[p]}" for p in _SHOWN_PACKAGES if p in v.packages)
+            rows.append(
+                (
+                    v.path,
+                    v.kind,
+                    v.python,
+                    v.packages.get("torch", "none"),
+                    v.torch_cuda or "",
+                    others,
+                )
+            )
+        lines += md_table(["Venv", "Kind", "Python", "torch", "torch CUDA", "Serving stack"], rows)
+    else:
+        lines.append("No venvs found.")
+    return lines
+
+
+_SHOWN_PACKAGES = ("sglang", "vllm", "flashinfer-python", "transformers", "triton")

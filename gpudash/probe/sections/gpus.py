@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpudash.probe.markdown import md, md_table, mib, yes
 from gpudash.probe.parts import Part
 from gpudash.text import clean_line
 from gpudash.units import gib
@@ -96,6 +97,10 @@ class Gpus:
     def models(self) -> tuple[str, ...]:
         """Distinct GPU names, in index order."""
         return tuple(dict.fromkeys(g.name for g in self.gpus))
+
+
+GPU_TOOLS = {"query": "nvidia-smi --query-gpu", "smi": "nvidia-smi"}
+"""The GPU tool each part runs (BODY): what a part that never ended is named by."""
 
 
 def parse(parts: Mapping[str, Part]) -> Gpus:
@@ -280,6 +285,12 @@ def _from_nvml(text: str) -> Gpus:
     )
 
 
+def shown_name(gpu: Gpu) -> str:
+    """A GPU's name for a count ("7× NVIDIA A40, 1× unreadable (ERR!)"): nvidia-smi prints
+    no name for a GPU it cannot read, which left "1× " with nothing after it."""
+    return gpu.name or ("unreadable (ERR!)" if gpu.error else "unnamed")
+
+
 def summary(data: Gpus) -> str:
     """The one line `gpudash probe` prints for this section."""
     if data.missing:
@@ -288,7 +299,7 @@ def summary(data: Gpus) -> str:
         return "no GPUs reported"
     groups: dict[str, int] = {}
     for g in data.gpus:
-        groups[g.name] = groups.get(g.name, 0) + 1
+        groups[shown_name(g)] = groups.get(shown_name(g), 0) + 1
     first = data.gpus[0]
     cc = f"cc {first.cc} {first.sm} {first.arch}" if first.cc else "cc ?"
     if first.cc_source in ("name", "pci_id"):
@@ -300,3 +311,45 @@ def summary(data: Gpus) -> str:
     if broken:
         bits.append(f"ERR! on GPU {','.join(broken)}")
     return " · ".join(bits)
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "GPUs"
+
+
+def report(g: Gpus) -> list[str]:
+    if g.missing:
+        return [md(g.missing)]
+    lines = [f"Driver {md(g.driver_version)}, CUDA {md(g.cuda_version)} (source: {md(g.source)})."]
+    lines.append("")
+    rows = []
+    for gpu in g.gpus:
+        rows.append(
+            (
+                gpu.index,
+                ("ERR! " if gpu.error else "") + (gpu.name or "?"),
+                f"{gpu.cc or '?'} {gpu.sm or ''}".strip(),
+                f"{mib(gpu.memory_used_mib)} / {mib(gpu.memory_total_mib)}",
+                "?" if gpu.temp_c is None else f"{gpu.temp_c} C",
+                "?" if gpu.util_percent is None else f"{gpu.util_percent} %",
+                _power(gpu.power_w, gpu.power_limit_w),
+                yes(gpu.persistence),
+                gpu.mig_mode or "?",
+                "?" if gpu.ecc_uncorrected is None else gpu.ecc_uncorrected,
+                gpu.bus_id,
+            )
+        )
+    header = ["GPU", "Name", "CC", "Memory used", "Temp", "Util", "Power", "Persist.", "MIG"]
+    lines += md_table([*header, "ECC unc.", "Bus"], rows)
+    if g.processes:
+        lines += ["", "Processes:", ""]
+        procs = [(p.gpu, p.pid, p.type, p.name, p.memory_mib) for p in g.processes]
+        lines += md_table(["GPU", "PID", "Type", "Name", "MiB"], procs)
+    return lines
+
+
+def _power(w: float | None, cap: float | None) -> str:
+    if w is None and cap is None:
+        return "?"
+    return f"{'?' if w is None else f'{w:.0f}'} / {'?' if cap is None else f'{cap:.0f}'} W"

@@ -11,46 +11,91 @@ an NVSwitch is on the bus. Nothing needs root: an unreadable kernel log is repor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpudash.probe.kernel_log import (
+    LOW_XIDS,
+    MAX_KEYS,
+    MAX_LOW_KEYS,
+    XidEvent,
+    parse_kernel_log,
+)
+from gpudash.probe.markdown import md, md_table, yes
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line, is_uint
 
 if TYPE_CHECKING:
     from gpudash.probe.hostfacts import FabricManager, PciDevice, RdmaPort
-    from gpudash.probe.kernel_log import XidEvent
     from gpudash.probe.smiq import GpuHealth
 
 # Parsers load with the first parse, not with the section: the probe script needs only
-# BODY, so the host starts before they load (host_probe.warm_parsers; issue 33 item 10).
+# BODY (and kernel_log's Xid sets, which it prints), so the host starts before they load
+# (host_probe.warm_parsers; issue 33 item 10).
 
 NAME = "health"
 TIMEOUT = 15.0
-KLOG_KEEP = 400  # NVRM lines kept from the end of the kernel log
+KLOG_KEEP = 400  # NVRM lines the probe kept before Xids were kept per GPU (old captures)
+KLOG_CONTEXT = 50  # other NVRM lines kept from the end of the kernel log
+LOW = " ".join(map(str, sorted(LOW_XIDS)))
 JOURNAL_LINES = 20000  # kernel lines journalctl reads (from the end of this boot)
 
 BODY = rf"""
+# The kernel log's NVRM lines, bounded however long the log (probe/kernel_log.py says why):
+# per (GPU, Xid, fatal or not) the first and the last line and a count, in two pools (the
+# catalog's application faults apart), the last {KLOG_CONTEXT} other NVRM lines, and the lines
+# around each "fallen off the bus". Then `@end RC LINES NVRM DROPPED`.
 gd_kfilter() {{
-  awk -v max={KLOG_KEEP} '
+  awk -v max={MAX_KEYS} -v lowmax={MAX_LOW_KEYS} -v ctx={KLOG_CONTEXT} -v low=" {LOW} " '
 /^@rc [0-9]+$/ {{ rc = $2; next }}
-/NVRM|^dmesg: |^journalctl: |nsufficient permissions|^Hint: |No journal files/ {{
-  b[n++ % max] = substr($0, 1, 500) }}
-END {{ s = (n > max) ? n - max : 0
-  for (i = s; i < n; i++) print b[i % max]
-  print "@end " (rc == "" ? "?" : rc) " " (NR - 1) " " (n + 0) }}'
+/^dmesg: |^journalctl: |nsufficient permissions|^Hint: |No journal files/ {{
+  if (nd < 5) den[++nd] = substr($0, 1, 500); next }}
+!/NVRM/ {{ next }}
+{{ nv++; line = substr($0, 1, 500) }}
+match(line, /NVRM: Xid \([^)]*\): *[0-9]+/) {{
+  s = substr(line, RSTART, RLENGTH); code = s; sub(/.*\): */, "", code)
+  bus = s; sub(/^NVRM: Xid \(/, "", bus); sub(/\).*/, "", bus); sub(/^PCI:/, "", bus)
+  lc = tolower(line); f = ""
+  nf = (lc ~ /(^|[^a-z0-9_])non-?fatal([^a-z0-9_]|$)/)
+  if (!nf && lc ~ /(^|[^a-z0-9_])fatal([^a-z0-9_]|$)/) f = " F"
+  k = tolower(bus) " " (code + 0) f
+  if (!(k in cnt)) {{
+    if (index(low, " " (code + 0) " ")) {{ if (nl >= lowmax) {{ drop++; next }}; nl++ }}
+    else {{ if (nh >= max) {{ drop++; next }}; nh++ }}
+    ko[++nk] = k; first[k] = line
+  }} else last[k] = line
+  cnt[k]++; next
+}}
+{{ r[nr++ % ctx] = line
+  if (line ~ /[Ff]allen off/ && np < 32) {{ pin[++np] = p3; pin[++np] = p2; pin[++np] = p1
+    pin[++np] = line }}
+  p3 = p2; p2 = p1; p1 = line }}
+END {{
+  for (i = 1; i <= nd; i++) print den[i]
+  for (i = (nr > ctx ? nr - ctx : 0); i < nr; i++) print r[i % ctx]
+  for (i = 1; i <= np; i++) if (pin[i] != "") print pin[i]
+  for (i = 1; i <= nk; i++) {{ k = ko[i]; print first[k]
+    if (cnt[k] > 1) {{ print "@rep " (cnt[k] - 1); print last[k] }} }}
+  print "@end " (rc == "" ? "?" : rc) " " (NR - 1) " " (nv + 0) " " (drop + 0) }}'
 }}
 gd_klog() {{
-  have awk || {{ echo "awk: not found"; return 127; }}
+  have awk || {{ echo "@none awk: not found (the kernel log is filtered with awk)"; return 0; }}
+  _any=
   if have dmesg; then
+    _any=1
     _k=$({{ dmesg 2>&1; echo "@rc $?"; }} | gd_kfilter)
     printf '@try dmesg\n%s\n' "$_k"
     case $_k in *"@end 0 "*) return 0 ;; esac
   fi
-  have journalctl || return 0
-  printf '@try journalctl\n'
-  {{ journalctl -k -b -q --no-pager -n {JOURNAL_LINES} 2>&1; echo "@rc $?"; }} | gd_kfilter
+  if have journalctl; then
+    printf '@try journalctl\n'
+    {{ journalctl -k -b -q --no-pager -n {JOURNAL_LINES} 2>&1; echo "@rc $?"; }} | gd_kfilter
+    return 0
+  fi
+  [ -n "$_any" ] || echo "@none neither dmesg nor journalctl is on PATH"
+  return 0
 }}
 gd_smiq() {{ need nvidia-smi || return; nvidia-smi -q; }}
 # NVIDIA PCI functions (vendor 0x10de) from sysfs: address, class, bound driver. Virtual
@@ -95,7 +140,8 @@ gd_procs() {{
 }}
 gd_fm() {{
   [ -n "${{gd_switches:-}}" ] || {{ echo "no NVSwitch"; return 0; }}
-  have systemctl && systemctl status nvidia-fabricmanager --no-pager -l -n 5 2>&1
+  have systemctl || {{ echo "@no-systemctl"; return 0; }}
+  systemctl status nvidia-fabricmanager --no-pager -l -n 5 2>&1
   return 0
 }}
 gd_fmver() {{
@@ -107,10 +153,12 @@ gd_rdma() {{
   _any=
   for _p in /sys/class/infiniband/*/ports/*; do
     [ -d "$_p" ] || continue
-    _dev=${{_p%/ports/*}}; _dev=${{_dev##*/}}; _s=; _ph=; _r=; _l=
+    _dev=${{_p%/ports/*}}; _dev=${{_dev##*/}}; _s=; _ph=; _r=; _l=; _t=
     read -r _s <"$_p/state" 2>/dev/null; read -r _ph <"$_p/phys_state" 2>/dev/null
     read -r _r <"$_p/rate" 2>/dev/null; read -r _l <"$_p/link_layer" 2>/dev/null
-    printf '%s %s|%s|%s|%s|%s\n' "$_dev" "${{_p##*/}}" "$_s" "$_ph" "$_r" "$_l"; _any=1
+    read -r _t <"/sys/class/infiniband/$_dev/hca_type" 2>/dev/null
+    printf '%s %s|%s|%s|%s|%s|%s\n' "$_dev" "${{_p##*/}}" "$_s" "$_ph" "$_r" "$_l" "$_t"
+    _any=1
   done
   [ -n "$_any" ] || {{ have ibstat && ibstat 2>&1; }}
   return 0
@@ -136,7 +184,8 @@ class KernelLog:
     lines_read: int | None = None
     xids: tuple[XidEvent, ...] = ()
     fallen_off: tuple[str, ...] = ()
-    truncated: bool = False  # more NVRM lines than the probe kept
+    truncated: bool = False  # Xids the probe could not keep (see `dropped`)
+    dropped: int = 0  # Xid lines whose (GPU, Xid) found no room in the bounded tables
 
 
 @dataclass(frozen=True)
@@ -147,6 +196,7 @@ class Health:
     unreachable: tuple[str, ...] = ()  # bus keys nvidia-smi printed it could not reach
     kernel: KernelLog = KernelLog(None)
     pci: tuple[PciDevice, ...] | None = None  # None: the bus could not be read
+    pci_why: str | None = None  # why not ("no /sys/bus/pci and no lspci", lspci's error)
     fabric_manager: FabricManager | None = None  # None: no NVSwitch on the bus
     daemons: tuple[str, ...] | None = None  # running nv-fabricmanager / nvidia-persistenced
     rdma: tuple[RdmaPort, ...] = ()
@@ -201,8 +251,12 @@ def parse(parts: Mapping[str, Part]) -> Health:
     report = parse_smi_q(smi_text) if not missing else None
     pci_part = parts.get("pci")
     pci = parse_pci(pci_part.text) if pci_part is not None and pci_part.ok else None
-    if pci_part is not None and not pci_part.ok:
-        notes.append(f"PCI bus not read: {clean_line(pci_part.text.strip()[:120])}")
+    pci_why = None
+    if pci_part is None:
+        pci_why = "the probe did not read it"
+    elif not pci_part.ok:
+        pci_why = clean_line(pci_part.text.strip()[:120]) or f"exit status {pci_part.rc}"
+        notes.append(f"PCI bus not read: {pci_why}")
     fm = None
     fm_text = text_of(parts, "fm")
     if "fm" in parts and fm_text.strip() != "no NVSwitch":
@@ -221,6 +275,7 @@ def parse(parts: Mapping[str, Part]) -> Health:
         unreachable=report.unreachable if report else (),
         kernel=parse_klog(text_of(parts, "klog")),
         pci=pci,
+        pci_why=pci_why,
         fabric_manager=fm,
         daemons=daemons,
         rdma=parse_rdma(text_of(parts, "rdma")),
@@ -231,42 +286,56 @@ def parse(parts: Mapping[str, Part]) -> Health:
     )
 
 
-def parse_klog(text: str) -> KernelLog:
-    """The klog part: `@try SOURCE`, its kept lines, `@end RC LINES NVRM`, per source tried.
-    The first source that read (rc 0, no permission hint) wins; NVRM lines of that source are
-    parsed. A raw log with no markers (a pasted dmesg) is parsed as it is."""
-    from gpudash.probe.kernel_log import parse_kernel_log
+_TRY = re.compile(r"^@try (dmesg|journalctl)$")
+_END = re.compile(r"^@end (\S{1,4}) (\d{1,12}) (\d{1,12})(?: (\d{1,12}))?$")
 
-    if "@try " not in text:
-        events = parse_kernel_log(text)
-        return KernelLog("pasted", None, None, events.xids, events.fallen_off)
-    blocks: list[tuple[str, list[str], list[str]]] = []
-    for line in text.split("\n"):
-        if line.startswith("@try "):
-            blocks.append((line[5:].strip()[:20], [], []))
-        elif blocks and line.startswith("@end "):
-            blocks[-1][2].extend(line.split()[1:4])
+
+def parse_klog(text: str) -> KernelLog:
+    """The klog part: `@try SOURCE`, its kept lines, `@end RC LINES NVRM DROPPED`, per source
+    tried, or `@none REASON` when there was nothing to read it with. The first source that
+    read (rc 0, no permission hint) wins. Text with no marker at all is a pasted log when it
+    has NVRM lines; anything else is "not read", with the text's first line as the reason
+    (an older probe printed "awk: not found" or nothing at all)."""
+    blocks: list[tuple[str, list[str], tuple[str, ...]]] = []
+    whys: list[str] = []
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        if m := _TRY.match(line):
+            blocks.append((m.group(1), [], ()))
+        elif line.startswith("@none ") and not blocks:
+            whys.append(clean_line(line[6:].strip())[:160])
+        elif blocks and (m := _END.match(line)):
+            blocks[-1] = (blocks[-1][0], blocks[-1][1], m.groups(default=""))
         elif blocks:
             blocks[-1][1].append(line)
-    whys: list[str] = []
+    if not blocks and not whys:
+        if "NVRM" in text:
+            events = parse_kernel_log(text)
+            return KernelLog(
+                "pasted", None, None, events.xids, events.fallen_off, dropped=events.dropped
+            )
+        first = text.strip().split("\n")[0] if text.strip() else ""
+        why = clean_line(first.strip())[:160] or "the probe printed nothing for the kernel log"
+        return KernelLog(None, why)
     for source, lines, end in blocks:
         rc = end[0] if end else None
         denied = [x for x in lines if _denied(x)]
         if rc == "0" and not denied and (source == "dmesg" or _int(end, 1)):
             events = parse_kernel_log("\n".join(lines))
+            dropped = max(events.dropped, _int(end, 3) or 0)
+            old = len(end) > 3 and end[3] == ""  # a capture from before the per-GPU keeping
             return KernelLog(
                 source,
                 None,
                 _int(end, 1),
                 events.xids,
                 events.fallen_off,
-                truncated=(_int(end, 2) or 0) > KLOG_KEEP,
+                truncated=dropped > 0 or (old and (_int(end, 2) or 0) > KLOG_KEEP),
+                dropped=dropped,
             )
         first = denied[0] if denied else (lines[0] if lines else f"{source} exited {rc}")
         if len(whys) < 3:  # two readers are tried; more @try lines are noise
             whys.append(clean_line(first.strip())[:160])
-    if not blocks and text.strip():
-        whys.append(clean_line(text.strip().split("\n")[0])[:160])
     return KernelLog(None, "; ".join(whys) or "no kernel log reader (dmesg, journalctl)")
 
 
@@ -279,7 +348,7 @@ def _denied(line: str) -> bool:
     )
 
 
-def _int(values: list[str], i: int) -> int | None:
+def _int(values: Sequence[str], i: int) -> int | None:
     return int(values[i]) if len(values) > i and is_uint(values[i]) else None
 
 
@@ -301,12 +370,15 @@ def summary(data: Health) -> str:
         bits.append(f"{len(lost)} lost ({', '.join(lost[:3])})")
     k = data.kernel
     if k.source is None:
-        bits.append("kernel log unreadable")
+        bits.append(f"kernel log not read ({(k.why_unreadable or '?')[:60]})")
     else:
         xids = sorted({e.xid for e in k.xids})
         bits.append(f"Xid {','.join(map(str, xids[:6]))}" if xids else f"no Xid ({k.source})")
         if k.fallen_off:
             bits.append(f"fallen off the bus: {', '.join(k.fallen_off[:3])}")
+    waiting = [g for g in data.gpus if g.fabric_state not in (None, "Completed", "Not Supported")]
+    if waiting:
+        bits.append(f"fabric {waiting[0].fabric_state} on {len(waiting)}")
     fm = data.fabric_manager
     if fm is not None:
         bits.append(f"fabric manager {fm.active or '?'}")
@@ -314,3 +386,36 @@ def summary(data: Health) -> str:
     if data.rdma:
         bits.append(f"RDMA {len(data.rdma) - down}/{len(data.rdma)} up")
     return " · ".join(bits) or "nothing read"
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Health"
+
+
+def report(h: Health) -> list[str]:
+    """What the health section read, per GPU and for the host (the verdicts are above)."""
+    lines = []
+    if h.gpus:
+        rows = []
+        for i, g in enumerate(h.gpus):
+            link = f"gen{g.pcie_gen or '?'}/{g.pcie_gen_max or '?'} x{g.pcie_width or '?'}"
+            link += f"/{g.pcie_width_max or '?'}"
+            xids = sorted({e.xid for e in h.kernel.xids if e.bus == g.key})
+            rows.append(
+                (
+                    i,
+                    g.key or g.bus_id,
+                    ", ".join(g.reasons) if g.reasons_read else "?",
+                    link,
+                    yes(g.remap_pending, "yes", "no") if g.remap_pending is not None else "?",
+                    "?" if g.ecc_uncorrected_volatile is None else g.ecc_uncorrected_volatile,
+                    ", ".join(map(str, xids)) or "none",
+                )
+            )
+        lines += md_table(
+            ["#", "Bus", "Clock reasons", "PCIe", "Remap pending", "Uncorr. ECC", "Xid"], rows
+        )
+        lines.append("")
+    lines.append(md(summary(h)) + ".")
+    return lines

@@ -11,9 +11,10 @@ Shard names come from the index with `grep -o`; nothing runs Python on the host.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gpudash.probe.markdown import md_table
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.sections.env import VENV_SH
 from gpudash.text import clean_line, is_uint
@@ -303,3 +304,41 @@ def summary(data: Models) -> str:
         bits.append(text + (f", {broken} incomplete" if broken else ""))
     free = ", ".join(f"{fs.path} {human_bytes(fs.free_bytes)} free" for fs in data.filesystems)
     return " · ".join([*(bits or ["no model dirs"]), free] if free else bits or ["no model dirs"])
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Models"
+
+
+def report(m: Models) -> list[str]:
+    lines = []
+    rows: list[Sequence[object]] = []
+    for d in m.dirs:
+        if not d.exists:
+            rows.append((d.path, "(no such dir)", "", "", ""))
+        for model in d.models:
+            missing = (
+                f"{model.missing_count} of {model.shards} shards" if model.missing_count else ""
+            )
+            rows.append(
+                (
+                    d.path,
+                    model.name,
+                    human_bytes(model.size_bytes),
+                    "yes" if model.complete else "NO",
+                    missing,
+                )
+            )
+    if rows:
+        lines += md_table(["Dir", "Model", "Size", "Complete", "Missing"], rows)
+    else:
+        lines.append("No model dirs probed.")
+    if m.filesystems:
+        lines.append("")
+        rows = [
+            (fs.path, fs.mount, human_bytes(fs.free_bytes), human_bytes(fs.total_bytes))
+            for fs in m.filesystems
+        ]
+        lines += md_table(["Path", "Mount", "Free", "Size"], rows)
+    return lines

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpudash.probe.markdown import md, md_table
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line, is_uint
 
@@ -230,6 +231,31 @@ def summary(data: Network) -> str:
                 f"{t.host} ok {t.latency_ms:.0f} ms" if t.latency_ms is not None else f"{t.host} ok"
             )
         else:
-            bits.append(f"{t.host} FAILED ({t.error or 'no answer'})")
+            name = t.host or (t.url if t.url != "?" else "a site (its check was cut off)")
+            bits.append(f"{name} FAILED ({t.error or 'no answer'})")  # never "None FAILED"
     bits.append("HF token: present" if data.hf_token else "HF token: absent")
     return " · ".join(bits)
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Network"
+
+
+def report(n: Network) -> list[str]:
+    lines = []
+    if n.targets:
+        rows = []
+        for t in n.targets:
+            dns = "?" if t.dns_ok is None else "ok" if t.dns_ok else "failed"
+            latency = "" if t.latency_ms is None else f"{t.latency_ms:.0f} ms"
+            rows.append((t.url, dns, t.http_status or "", latency, "ok" if t.ok else t.error))
+        lines += md_table(["Target", "DNS", "HTTP", "Latency", "Result"], rows)
+    else:
+        lines.append("No network targets probed.")
+    lines.append("")
+    token = f"present ({md(n.hf_token_source)})" if n.hf_token else "none"
+    extra = "; HF_HUB_OFFLINE set" if n.hf_offline else ""
+    proxies = f"; proxy variables: {md(', '.join(n.proxies))}" if n.proxies else ""
+    lines.append(f"HF token: {token}{extra}{proxies}.")
+    return lines

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpudash.probe.markdown import md_table
 from gpudash.probe.parts import Part, text_of
 from gpudash.text import clean_line
 from gpudash.units import duration, human_bytes
@@ -176,3 +177,23 @@ def summary(data: System) -> str:
             f"up {duration(data.uptime_s)}",
         ]
     )
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "System"
+
+
+def report(s: System) -> list[str]:
+    cpu = f"{s.cpu_model or '?'} ({s.cpus or '?'} CPUs)"
+    uptime = f"{s.uptime_s / 86400:.1f} days" if s.uptime_s else None
+    rows = [
+        ("Hostname", s.hostname),
+        ("OS", s.os),
+        ("Kernel", s.kernel),
+        ("Architecture", s.arch),
+        ("CPU", cpu),
+        ("Memory", human_bytes(s.memory_total_bytes) if s.memory_total_bytes else None),
+        ("Uptime", uptime),
+    ]
+    return md_table(["", ""], rows)

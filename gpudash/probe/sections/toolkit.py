@@ -11,9 +11,10 @@ dist-info names and headers, never by loading anything.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gpudash.probe.markdown import md, md_table
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.sections.env import VENV_SH
 from gpudash.text import clean_line
@@ -329,3 +330,39 @@ def summary(data: Toolkit) -> str:
     if data.cudnn:
         bits.append("cuDNN " + ", ".join(sorted({lib.version or "?" for lib in data.cudnn})))
     return " · ".join(bits)
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Toolkit"
+
+
+def report(k: Toolkit) -> list[str]:
+    lines = []
+    if k.nvcc:
+        rows: list[Sequence[object]] = [
+            (n.path, n.version or n.release or n.error, ", ".join(n.aliases)) for n in k.nvcc
+        ]
+        lines += md_table(["nvcc (first wins on PATH)", "Version", "Also as"], rows)
+    else:
+        lines.append("No nvcc found.")
+    if k.cuda_installs:
+        lines.append("")
+        rows = [
+            (i.path, i.version, "yes" if i.has_nvcc else "no", ", ".join(i.aliases))
+            for i in k.cuda_installs
+        ]
+        lines += md_table(["CUDA install", "Version", "nvcc", "Links"], rows)
+    lines.append("")
+    lines.append(
+        f"/usr/local/cuda -> {md(k.cuda_symlink or 'not a link')}; kernel module driver "
+        f"{md(k.driver_version)}."
+    )
+    libs = [*k.nccl, *k.cudnn]
+    if libs:
+        lines.append("")
+        lines += md_table(
+            ["Library", "Version", "From", "Path"],
+            [(lib.name, lib.version, lib.source, lib.path) for lib in libs],
+        )
+    return lines

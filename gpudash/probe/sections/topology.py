@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gpudash.probe.markdown import md, md_table
 from gpudash.probe.parts import Part
 from gpudash.text import clean_line
 
@@ -42,6 +43,13 @@ part fabric gd_fabric
 
 # Order from best to worst, as the topo -m legend ranks them.
 PCIE_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+GPU_TOOLS = {
+    "topo": "nvidia-smi topo -m",
+    "nvlink": "nvidia-smi nvlink -s",
+    "fabric": "nvidia-smi -q",
+}
+"""The GPU tool each part runs (BODY): what a part that never ended is named by."""
 
 
 @dataclass(frozen=True)
@@ -169,3 +177,46 @@ def summary(data: Topology) -> str:
     if data.inactive_links:
         line += f" · {data.inactive_links} NVLink links inactive"
     return line
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Topology"
+
+
+def report(t: Topology) -> list[str]:
+    if t.missing:
+        return [md(t.missing)]
+    lines = [f"{md(t.summary)}."]
+    m = t.matrix
+    if m is not None and m.gpus:
+        lines.append("")
+        extra = [c for c in ("CPU Affinity", "NUMA Affinity") if _has(m, c)]
+        rows = []
+        for a in m.gpus:
+            row = [a, *("X" if a == b else (m.link(a, b) or "?") for b in m.gpus)]
+            if "CPU Affinity" in extra:
+                row.append(m.cpu_affinity.get(a, ""))
+            if "NUMA Affinity" in extra:
+                row.append(m.numa_affinity.get(a, ""))
+            rows.append(row)
+        lines += md_table(["", *(md(g) for g in m.gpus), *extra], rows)
+        if m.nics:
+            nearest = [(a, ", ".join(m.nearest_nics(a)) or "?") for a in m.gpus]
+            lines += ["", "Nearest NICs:", ""]
+            named = {k: v for k, v in m.nic_names.items()}
+            lines += md_table(["GPU", "NIC"], [(a, _nic(n, named)) for a, n in nearest])
+    if t.inactive_links:
+        lines += ["", f"Inactive NVLinks: {t.inactive_links}."]
+    states = [s for s in t.fabric_states if s != "N/A"]
+    if states:
+        lines += ["", f"Fabric state: {md(', '.join(t.fabric_states))}."]
+    return lines
+
+
+def _nic(names: str, legend: dict[str, str]) -> str:
+    return ", ".join(f"{n} ({legend[n]})" if n in legend else n for n in names.split(", "))
+
+
+def _has(m: TopoMatrix, column: str) -> bool:
+    return bool(m.cpu_affinity if column == "CPU Affinity" else m.numa_affinity)

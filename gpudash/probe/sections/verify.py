@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpudash.probe.markdown import md, md_table
 from gpudash.probe.parts import Part
 from gpudash.probe.verify import MAX_BYTES, VerifyResult, parse_verify
 from gpudash.text import is_uint
@@ -66,7 +67,7 @@ def summary(data: VerifySection) -> str:
     if not data.looked:
         return "not looked for"
     if r is None:
-        return "not run (V runs it)"
+        return "not run (`gpudash run verify HOST` runs it; b then V in the dashboard)"
     age = data.age_s()
     when = "" if age is None else f", {age_text(age)} ago"
     if r.status in ("unknown", "refused"):
@@ -89,3 +90,57 @@ def age_text(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.0f} s"
+
+
+# --- its part of the Markdown report (`gpudash report HOST`)
+
+TITLE = "Verify"
+
+
+def report(v: VerifySection) -> list[str]:
+    """What the verify task measured on the GPUs (proven, not inferred), with its age."""
+    r = v.result
+    if not v.looked:
+        return ["Not looked for by this probe."]
+    if r is None:
+        return [
+            "Not run on this host (`gpudash run verify HOST` runs it; b then V in the dashboard)."
+        ]
+    age = v.age_s()
+    when = f", {age_text(age)} ago" if age is not None else ""
+    lines = [
+        f"Status **{r.status}**{when}; torch {md(r.torch.version or '?')} "
+        f"(CUDA {md(r.torch.cuda or '?')}), driver {md(r.driver or '?')}, "
+        f"python `{md(r.executable or '?')}`.",
+        "",
+    ]
+    if r.refused:
+        lines += [f"Refused: {md(r.refused)}", ""]
+    if r.gpus:
+        rows = [
+            (
+                g.index,
+                md(g.name or "?"),
+                md(g.arch or "?"),
+                _rate(g.matmul_tflops),
+                _rate(g.copy_gbps),
+                f"{_rate(g.h2d_gbps, 1)} / {_rate(g.d2h_gbps, 1)}",
+                md(g.error or ("wrong results" if g.matmul_ok is False else "ok")),
+            )
+            for g in r.gpus
+        ]
+        header = ("GPU", "name", "arch", "bf16 TFLOP/s", "copy GB/s", "H2D / D2H GB/s", "status")
+        lines += md_table(header, rows)
+    n = r.nccl
+    if n is not None and (n.world or 0) >= 2:
+        what = md(n.error) if n.error else f"busbw {_rate(n.busbw_gbps)} GB/s"
+        lines += ["", f"All-reduce over {n.world} GPUs ({(n.bytes or 0) >> 20} MiB bf16): {what}."]
+    for e in r.engines:
+        state = "ok" if e.ok else f"failed: {md(e.error or '?')}"
+        lines.append(f"- {md(e.name)} {md(e.version or '')}: {state}")
+    lines += [f"- {md(f)}" for f in r.failures]
+    return lines
+
+
+def _rate(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"

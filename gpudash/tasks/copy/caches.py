@@ -140,7 +140,9 @@ def job_name(task: str, cache: str) -> str:
     return f"{task[:40]}-cache-{slug}"
 
 
-def prepared_for(prepared: Prepared, cache: str, path: str, to: str, params: CopyParams):
+def prepared_for(
+    prepared: Prepared, cache: str, path: str, to: str, params: CopyParams
+) -> tuple[Prepared, CopyParams]:
     """The main copy's spec turned into the copy of one cache: its own job name, the cache's
     paths, no fan-out; streams, via and the source address stay the main copy's."""
     spec = dataclasses.replace(

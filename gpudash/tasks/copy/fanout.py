@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -122,20 +122,6 @@ def copy_group(spec: TaskSpec, hosts: Sequence[str]) -> CopyGroup | None:
         return None
     dests = [h for h in hosts if not (h == p.source and p.to == p.path)]
     return CopyGroup(spec.name, dests) if len(dests) >= 2 else None
-
-
-def copy_groups(
-    specs: Mapping[str, TaskSpec], names: Sequence[str], hosts: Sequence[str]
-) -> dict[str, CopyGroup]:
-    """`copy_group` for each copy task of the run that has one."""
-    groups: dict[str, CopyGroup] = {}
-    for name in names:
-        spec = specs.get(name)
-        if spec is not None and spec.kind == "copy":  # this kind's own helper
-            group = copy_group(spec, hosts)
-            if group is not None:
-                groups[name] = group
-    return groups
 
 
 async def _host_key(copy: DirectCopy, alias: str) -> str:

@@ -242,7 +242,7 @@ async def with_caches(
         yield said(f"cache {cache}: {params.source}:{path} -> {to}")
         one, copy = caches.prepared_for(prepared, cache, path, to, params)
         async for event in transfer(host, transport, source, one, copy, cancel):
-            event = dataclasses.replace(event, task=name)  # type: ignore[type-var]
+            event = dataclasses.replace(event, task=name)  # the cache job's events, as this task
             if isinstance(event, ev.TaskStarted):
                 yield said(f"cache {cache}: started (run {event.run}; local log {event.log_path})")
             elif isinstance(event, (ev.TaskCancelled, ev.TaskLost, ev.TaskDetached)):

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpudash.shlib import GRACES
+from gpudash.shlib import LIB as SHLIB
 from gpudash.tasks import render
 
 # The process group of this script: `timeout` (in the exec string) made itself its leader,
@@ -107,21 +109,19 @@ fi
 rm -f "$T.lock"
 """
 
-# Stop a copy end: TERM its process group, KILL what is left; then drop the partial copy.
-STOP = """\
-alive() { [ -n "$GPUDASH_PGID" ] && kill -0 -"$GPUDASH_PGID" 2>/dev/null; }
-if alive; then
-    kill -TERM -"$GPUDASH_PGID" 2>/dev/null
-    i=0
-    while alive && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
-    alive && kill -KILL -"$GPUDASH_PGID" 2>/dev/null
-fi
+# Stop a copy end: TERM its process group, KILL what is left (the library's kill_group, with
+# the copy's grace); then drop the partial copy.
+STOP = (
+    SHLIB
+    + f'kill_group "$GPUDASH_PGID" {GRACES["copy"].seconds}\n'
+    + """\
 if [ -n "${GPUDASH_TO:-}" ]; then
     rm -rf "$GPUDASH_TO.gpudash-copy-$GPUDASH_RUN" "$GPUDASH_TO.gpudash-copy-$GPUDASH_RUN.lock"
 fi
 if [ -n "${GPUDASH_ERR:-}" ]; then rm -f "$GPUDASH_ERR"; fi
 exit 0
 """
+)
 
 _PATHS = ("GPUDASH_PATH", "GPUDASH_TO", "GPUDASH_DIR")
 

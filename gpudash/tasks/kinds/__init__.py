@@ -18,7 +18,19 @@ from gpudash.tasks.kinds.torch import TORCH_CUDA_TAGS
 if TYPE_CHECKING:
     from gpudash.tasks.spec import TaskSpec
 
-KIND_NAMES = ("uv", "venv", "pip", "torch", "serving", "patch", "model", "copy", "verify", "script")
+KIND_NAMES = (
+    "uv",
+    "venv",
+    "pip",
+    "torch",
+    "serving",
+    "patch",
+    "model",
+    "copy",
+    "verify",
+    "serve",
+    "script",
+)
 """In the order `gpudash tasks` and the docs list them."""
 
 

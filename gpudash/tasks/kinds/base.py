@@ -93,6 +93,9 @@ class Kind:
     needs_facts: bool = False
     """True when a parameter can say "auto" and is chosen from the probe."""
     default_timeout: float = 1800.0
+    needs_gpu: bool = False
+    """True when the kind cannot work without an NVIDIA GPU and driver: a host whose probe
+    saw none is refused up front (`gpudash.tasks.refusals`), before its needs run."""
     builtin_only: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)
     downloads: tuple[str, ...] = ()

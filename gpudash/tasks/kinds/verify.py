@@ -24,6 +24,7 @@ KIND = Kind(
     None,
     affects=("verify",),
     needs_facts=True,  # the GPU count the driver lists, which CUDA's must equal
+    needs_gpu=True,  # it measures kernels, NCCL and the engines' imports on the GPUs
     default_timeout=900,
     prepare=_prepare,
 )

@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any  # torch's objects: torch is on the GPU host only
 
 SCHEMA = 1
 BUSY_MIB = 1024
@@ -217,7 +218,7 @@ def _norm_uuid(text: object) -> str:
 # ---------------------------------------------------------------- measurements
 
 
-def _elapsed_s(torch, fn, iters: int) -> float:
+def _elapsed_s(torch: Any, fn: Any, iters: int) -> float:
     """Seconds for `iters` calls of fn on the current device, by CUDA events."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
@@ -234,7 +235,7 @@ def _median(values: list[float]) -> float:
     return ordered[len(ordered) // 2]
 
 
-def _matmul(torch, dev, n: int, gpu: dict) -> None:
+def _matmul(torch: Any, dev: Any, n: int, gpu: dict) -> None:
     a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
@@ -254,7 +255,7 @@ def _matmul(torch, dev, n: int, gpu: dict) -> None:
     gpu["matmul_ok"] = bool(err < 0.02)
 
 
-def _copy(torch, dev, gpu: dict) -> None:
+def _copy(torch: Any, dev: Any, gpu: dict) -> None:
     src = torch.empty(COPY_BYTES, device=dev, dtype=torch.uint8)
     dst = torch.empty_like(src)
     for _ in range(3):
@@ -266,7 +267,7 @@ def _copy(torch, dev, gpu: dict) -> None:
     gpu["copy_gbps"] = _median(gpu["copy_gbps_reps"])
 
 
-def _host_copies(torch, dev, gpu: dict, host) -> None:
+def _host_copies(torch: Any, dev: Any, gpu: dict, host: Any) -> None:
     buf = torch.empty(HOST_BYTES, device=dev, dtype=torch.uint8)
     for direction, fn in (
         ("h2d", lambda: buf.copy_(host, non_blocking=True)),
@@ -278,7 +279,9 @@ def _host_copies(torch, dev, gpu: dict, host) -> None:
         gpu[f"{direction}_gbps"] = round(HOST_BYTES * 10 / seconds / 1e9, 1)
 
 
-def bench_gpu(torch, index: int, gpu: dict, n: int, host_lock: threading.Lock, host) -> None:
+def bench_gpu(
+    torch: Any, index: int, gpu: dict, n: int, host_lock: threading.Lock, host: Any
+) -> None:
     """Matmul and copy on one GPU (every GPU's thread at once), then H2D/D2H under a lock so
     that each link is measured alone. Fills `gpu`; an error lands in gpu["error"]."""
     try:
@@ -342,7 +345,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_nccl(torch, world: int, nbytes: int, iters: int) -> dict:
+def run_nccl(torch: Any, world: int, nbytes: int, iters: int) -> dict:
     """All-reduce over all GPUs, one spawned process per GPU, bounded by NCCL_TIMEOUT_S."""
     result: dict = {"world": world, "bytes": nbytes, "iters": iters, "dtype": "bfloat16"}
     try:
@@ -384,7 +387,7 @@ def run_nccl(torch, world: int, nbytes: int, iters: int) -> dict:
     errors = [r["error"] for r in ranks if r.get("error")]
     if errors:  # a rank's own error says more than "process 1 exited with code 1"
         result["error"] = errors[0]
-    zero = next((r for r in ranks if r.get("rank") == 0), {})
+    zero: dict = next((r for r in ranks if r.get("rank") == 0), {})
     if zero.get("seconds"):
         seconds = zero["seconds"]
         algbw = nbytes / seconds / 1e9

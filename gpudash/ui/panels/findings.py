@@ -12,13 +12,17 @@ whenever this panel has focus, so the same key meant two things by focus.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
+from textual.binding import BindingType
+from textual.message import Message
 
+from gpudash.config.model import Config
 from gpudash.model import HostResult, HostState
 from gpudash.ui import keys
 from gpudash.ui.panels.base import Panel
@@ -143,6 +147,14 @@ def fixable(findings: Sequence[Any]) -> list[int]:
 
 
 class FindingsPanel(Panel):
+    @dataclass
+    class FixRequested(Message):
+        """`F` on a fixable finding: its task, with the finding's parameters, on its host."""
+
+        task: str
+        params: Mapping[str, str]
+        host: str
+
     SECTION = "findings"
     TITLE = "Findings"
     DEFAULT_CSS = """
@@ -154,12 +166,15 @@ class FindingsPanel(Panel):
     FindingsPanel.-compact .panel-text { text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    BINDINGS = keys.bindings(keys.FINDINGS_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.FINDINGS_KEYS)
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._findings: tuple[Any, ...] = ()
         self._narrow = False  # as last drawn
+        self.config: Config | None = None
+        """The config (the hosts' expectations) the interim findings are checked against;
+        the app sets it (attributes down)."""
 
     def show(self, host: HostResult) -> None:
         findings = tuple(host.findings)
@@ -169,7 +184,7 @@ class FindingsPanel(Panel):
         if interim:  # the round is not over: what the sections already in say
             from gpudash.ui.interim import interim_findings
 
-            findings = interim_findings(host, getattr(self.app, "config", None))
+            findings = interim_findings(host, self.config)
         self.border_subtitle = (
             f"so far: {host.done}/{host.sections_total} sections" if interim else ""
         )
@@ -242,6 +257,7 @@ class FindingsPanel(Panel):
         self.app.push_screen(FixPicker([(i, findings[i]) for i in choices]), picked)
 
     def _run_fix(self, finding: Any) -> None:
-        self.app.request_task(  # type: ignore[attr-defined]
-            finding.fix_task, dict(finding.fix_params), hosts=[self._host]
-        )
+        if self._host is not None:
+            self.post_message(
+                self.FixRequested(finding.fix_task, dict(finding.fix_params), self._host)
+            )

@@ -15,7 +15,7 @@ update of one widget, so nothing flickers and the panel keeps its scroll positio
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -175,7 +175,10 @@ def cells(gpu: Any, with_arch: bool = True) -> dict[str, Text]:
     return row
 
 
-_GIVE = {"name": ("ellipsis", 12), "health": ("wrap", 7)}
+_GIVE: dict[str, tuple[Literal["ellipsis", "wrap"], int]] = {
+    "name": ("ellipsis", 12),
+    "health": ("wrap", 7),
+}
 """Columns that give way on a narrow panel: the name down to 12 cells ('RTX PRO 6000'), so
 that the columns right of it stay in view; the health cell wraps under itself, never cut (its
 words are 7 cells at most, the room an 8-GPU table leaves it at 80x24, so none is split)."""

@@ -57,7 +57,9 @@ def _memory(g: Any) -> Text:
 
 def gpu_rows(data: Any) -> Grid:
     """One row per GPU nvidia-smi -q listed, in its order (the index order)."""
-    xids = Counter(e.bus for e in data.kernel.xids)
+    xids: Counter[str | None] = Counter()
+    for e in data.kernel.xids:  # one entry per (GPU, Xid) with its count: lines, not kinds
+        xids[e.bus] += e.count
     grid = Grid(
         Column(Text("#", style="bold")),
         Column(Text("bus", style="bold")),
@@ -86,7 +88,7 @@ def host_line(data: Any) -> Text:
     else:
         klog = Text.assemble("kernel log ", remote(k.source))
         if k.xids:
-            klog.append(f" · {len(k.xids)} Xid", style=_BAD)
+            klog.append(f" · {sum(e.count for e in k.xids)} Xid", style=_BAD)
     lost = sorted(set(data.lost_gpus) | set(data.unreachable))
     fm = data.fabric_manager
     ports = data.rdma

@@ -9,11 +9,12 @@ nothing about GPU placement.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.widgets import Static
 
 from gpudash.model import SectionResult
@@ -126,7 +127,7 @@ def nic_names(matrix: Any) -> Text | None:
 class TopologyPanel(Panel):
     SECTION = "topology"
     TITLE = "NVLink / topology"
-    BINDINGS = keys.bindings(keys.TOPOLOGY_KEYS)
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.TOPOLOGY_KEYS)
     DEFAULT_CSS = """
     TopologyPanel .topo-matrix { width: auto; }
     """
@@ -134,6 +135,9 @@ class TopologyPanel(Panel):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.show_nics = False  # one column per NIC (else one "nearest NIC" column)
+        self.nic_key = "n"
+        """The key that toggles the NIC columns, as the config's [keys] remap it (the app
+        sets it: attributes down)."""
         self._section: SectionResult | None = None
 
     def compose_body(self) -> ComposeResult:
@@ -143,8 +147,7 @@ class TopologyPanel(Panel):
     def _nic_binding(self) -> Any:
         from textual.binding import Binding
 
-        keymap = getattr(self.app, "_keymap", {}) or {}
-        return Binding(keymap.get("toggle-nics", "n"), "toggle_nics")
+        return Binding(self.nic_key, "toggle_nics")
 
     def action_toggle_nics(self) -> None:
         self.show_nics = not self.show_nics

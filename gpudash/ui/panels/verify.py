@@ -124,7 +124,7 @@ class VerifyPanel(Panel):
         if not isinstance(data, VerifySection) or not data.looked:
             return dim("the probe did not look for a verify result")
         if data.result is None:
-            return dim("not run here: press V to run verify (kernels, copies, all-reduce)")
+            return dim("not run here: b, then V, runs verify (kernels, copies, all-reduce)")
         r = data.result
         age = data.age_s()
         when = "" if age is None else f"{age_text(age)} ago"

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -47,7 +47,7 @@ def plan_text(
 class ConfirmTask(ModalScreen[bool]):
     """Run it (y / enter) or not (n / escape); dismisses with the answer."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Run", tooltip="Run the task as shown", id="confirm-run"),
         Binding("n,escape", "answer(False)", "Cancel", tooltip="Run nothing", id="confirm-cancel"),
     ]
@@ -96,7 +96,7 @@ class ConfirmCancel(ModalScreen[bool]):
     that asked (the tasks screen's cancel keys, as `[keys]` set them), so a double press
     stops it whatever the key is."""
 
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "Stop it", tooltip="Stop the run on its host"),
         Binding("n,escape", "answer(False)", "Keep it", tooltip="Leave the run running"),
     ]

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import OptionList
@@ -31,7 +31,7 @@ def choice(finding: Any) -> Text:
 
 
 class FixPicker(ModalScreen[int | None]):
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,n", "pick_none", "Back", tooltip="Fix nothing"),
         Binding("j", "cursor('down')", show=False),
         Binding("k", "cursor('up')", show=False),

@@ -9,11 +9,12 @@ so opening the view with 1000 hosts reads them instead of computing 10,000 value
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -34,7 +35,10 @@ AGE_TICK_S = 1.0
 class FleetScreen(Screen[str | None]):
     """Dismisses with the name of the host to open, or None."""
 
-    BINDINGS = keys.bindings(keys.FLEET_KEYS)
+    _title_words = ""
+    """The title's text as last drawn: it is redrawn only when its words change."""
+
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.FLEET_KEYS)
 
     def __init__(self, order: Iterable[str], results: Mapping[str, HostResult]) -> None:
         super().__init__()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -34,7 +34,7 @@ EXTRA = (
 
 def help_table(
     app_keymap: Mapping[str, str],
-    display: callable,  # type: ignore[valid-type]
+    display: Callable[[Binding], str],
     tasks: Mapping[str, Any] | None = None,
 ) -> Table:
     table = Table(box=None, padding=(0, 2, 0, 0), show_header=False, expand=False)
@@ -62,8 +62,16 @@ def help_table(
     return table
 
 
+class HelpScroll(VerticalScroll):
+    """The help's text, scrolled by j/k/g/G as every other list and panel is."""
+
+    BINDINGS: ClassVar[list[BindingType]] = keys.moves(
+        "scroll_down", "scroll_up", "scroll_home", "scroll_end"
+    )
+
+
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[Binding]] = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "escape,question_mark,q",
             "dismiss",
@@ -74,7 +82,7 @@ class HelpScreen(ModalScreen[None]):
     ]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
+    HelpScreen > HelpScroll {
         width: 84; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; border-title-color: $text; padding: 0 1;
         background: $surface;
@@ -82,13 +90,17 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen Static { width: 100%; }
     """
 
+    def __init__(self, keymap: Mapping[str, str], tasks: Mapping[str, Any] | None = None) -> None:
+        """`keymap`: the key ids the config remaps; `tasks`: the task specs (their keys)."""
+        super().__init__()
+        self._keymap = keymap
+        self._tasks = tasks
+
     def compose(self) -> ComposeResult:
-        keymap = getattr(self.app, "_keymap", {}) or {}
-        with VerticalScroll() as box:
+        with HelpScroll() as box:
             box.border_title = "gpudash keys"
             box.border_subtitle = "escape to close"
-            specs = getattr(getattr(self.app, "tasks", None), "specs", None)
-            yield Static(help_table(keymap, self.app.get_key_display, specs))
+            yield Static(help_table(self._keymap, self.app.get_key_display, self._tasks))
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(None)

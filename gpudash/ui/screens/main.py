@@ -36,7 +36,7 @@ class MainScreen(Screen[Any]):
 
     def _breakpoints(self) -> list[tuple[int, str]]:
         own = self.HORIZONTAL_BREAKPOINTS
-        return list(self.app.HORIZONTAL_BREAKPOINTS if own is None else own or [])
+        return list((self.app.HORIZONTAL_BREAKPOINTS or []) if own is None else own or [])
 
     def on_compose(self) -> None:
         """Before anything is styled: the classes cost nothing yet."""

@@ -1,19 +1,23 @@
 """The tasks screen (`b`): every run with its state, and the selected run's live log.
 
-Task keys live here (each task's `key` from its config), so they never shadow the host
-view's keys; the config refuses a task key that this screen or the always-on keys answer
-(gpudash/config/keys.py). The screen only draws: runs are the app's (gpudash/ui/
-task_control.py), so closing the screen stops nothing, here or on the hosts.
+Task keys live here (each task's `key` from its config); the config refuses a task key that
+this screen or the always-on keys answer (gpudash/config/keys.py). In the host view a task
+key that is no key there says where it is (`GpudashApp.on_key`; `s` saves there). The screen
+only draws: runs are the app's (gpudash/ui/task_control.py), so closing the screen stops
+nothing, here or on the hosts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
@@ -37,11 +41,29 @@ def _row_key(run: Run) -> str:
 class RunsTable(DataTable[Any]):
     """The runs, with j/k/g/G moving as the arrows do."""
 
-    BINDINGS = keys.moves("cursor_down", "cursor_up", "scroll_top", "scroll_bottom")
+    BINDINGS: ClassVar[list[BindingType]] = keys.moves(
+        "cursor_down", "cursor_up", "scroll_top", "scroll_bottom"
+    )
 
 
 class TasksScreen(Screen[None]):
-    BINDINGS = keys.bindings(keys.TASKS_KEYS)
+    """Attributes down (the specs, the runs, the hosts a key targets), messages up (a task
+    key, a cancel): it never calls the app."""
+
+    @dataclass
+    class TaskRequested(Message):
+        """A task's key: run it (after its confirmation) on the targets."""
+
+        task: str
+
+    @dataclass
+    class CancelRequested(Message):
+        """The user confirmed stopping this run."""
+
+        host: str
+        task: str
+
+    BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.TASKS_KEYS)
     DEFAULT_CSS = """
     TasksScreen { layout: vertical; }
     TasksScreen #tasks-target { height: auto; background: $panel; padding: 0 1; }
@@ -53,10 +75,17 @@ class TasksScreen(Screen[None]):
     TasksScreen #runs:focus { border: round $accent; border-title-color: $text; }
     """
 
-    def __init__(self, specs: Mapping[str, TaskSpec], runs: Mapping[tuple[str, str], Run]) -> None:
+    def __init__(
+        self,
+        specs: Mapping[str, TaskSpec],
+        runs: Mapping[tuple[str, str], Run],
+        targets: Sequence[str] = (),
+        marked: bool = False,
+    ) -> None:
         super().__init__()
         self._specs = specs
         self._runs = runs
+        self._targets = (tuple(targets), marked)
         self._shown: tuple[str, str] | None = None
         for name, spec in specs.items():
             if spec.key:
@@ -94,7 +123,7 @@ class TasksScreen(Screen[None]):
         table.add_column("note", key="note")
         for run in self._runs.values():
             self._add_row(run)
-        self.set_target(self.app.task_targets())  # type: ignore[attr-defined]
+        self.set_target(*self._targets)
         if self._runs:
             self._select(list(self._runs.values())[-1])
         else:
@@ -132,6 +161,8 @@ class TasksScreen(Screen[None]):
             self._select(run)
         elif shown is run and started:
             self._show(run)
+        elif shown is run and not run.active and not run.lines:
+            self._show(run)  # ended with no output: the pane says why (its reason)
         elif shown is run:
             self._pane_title(run)
             self.query_one(LogPane).append(lines, run.partial)
@@ -160,7 +191,7 @@ class TasksScreen(Screen[None]):
 
     def _pane_title(self, run: Run) -> None:
         pane = self.query_one(LogPane)
-        pane.border_title = f"Log · {run.host} · {run.task}"
+        pane.set_title(f"Log · {run.host} · {run.task}", live=run.active)
         pane.border_subtitle = state_text(run).plain
 
     def _select(self, run: Run) -> None:
@@ -173,7 +204,10 @@ class TasksScreen(Screen[None]):
     def _show(self, run: Run) -> None:
         self._shown = run.key
         self._pane_title(run)
-        self.query_one(LogPane).show_run(run.lines, run.partial)
+        lines: Sequence[str] = run.lines
+        if not run.lines and not run.partial and not run.active and run.detail:
+            lines = [f"{run.state}: {run.detail}"]  # the whole reason, not the note's cut
+        self.query_one(LogPane).show_run(lines, run.partial)
 
     def redraw(self) -> None:
         """Every row again (e.g. a test fixed the clock)."""
@@ -199,7 +233,7 @@ class TasksScreen(Screen[None]):
     # ---- actions -----------------------------------------------------------------------
 
     def action_run_task(self, name: str) -> None:
-        self.app.request_task(name)  # type: ignore[attr-defined]
+        self.post_message(self.TaskRequested(name))
 
     def action_cancel(self) -> None:
         run = self.selected_run
@@ -216,8 +250,8 @@ class TasksScreen(Screen[None]):
 
         def answered(stop: bool | None) -> None:
             if stop and run.active:
-                self.app.cancel_run(run.host, run.task)  # type: ignore[attr-defined]
-                self._redraw_row(run)
+                self.post_message(self.CancelRequested(run.host, run.task))
+                self.call_after_refresh(self._redraw_row, run)  # "cancelling", once handled
 
         self.app.push_screen(ConfirmCancel(run.host, run.task, asked), answered)
 

@@ -190,6 +190,27 @@ def _verify_style(value: str) -> str:
     return "yellow" if value.startswith(("stale", "warn", "refused", "?")) else ""
 
 
+def _serve(host: HostResult) -> str | None:
+    """The served engine in a few words (`ready 312 s · 41 ms TTFT · 212 tok/s`, `failed:
+    serve.oom`): the worst of them where there are several, and how many more."""
+    data = host.data("serve")
+    if data is None or not data.looked:
+        return None
+    from gpudash.probe.sections.serve import brief, worst_first
+
+    states = worst_first(data.states)
+    if not states:
+        return "none"
+    more = f" (+{len(states) - 1})" if len(states) > 1 else ""
+    return brief(states[0], data.host_now) + more
+
+
+def _serve_st(value: str) -> str:
+    if value.startswith(("failed", "exited")):
+        return "bold red"
+    return "green" if value.startswith("ready") else "yellow" if value != "none" else ""
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("host", "host", lambda h: h.name, compare=False),
     Column("state", "state", _state, compare=False, floor=11, gives_first=True),
@@ -205,6 +226,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("health", "health", _health, section="health", floor=6),
     # Reads the host's findings too (stale, a slow GPU): recomputed at each snapshot, cheaply.
     Column("verify", "verify", _verify, compare=False, extra=True, style=_verify_style),
+    Column("serve", "serve", _serve, compare=False, section="serve", extra=True, style=_serve_st),
     Column("gpu_mem", "GPU mem", _gpu_mem, section="gpus", extra=True),
     Column("cpus", "CPUs", _system("cpus"), section="system", extra=True),
     Column("ram", "RAM", _system("memory_total_bytes"), section="system", extra=True),

@@ -273,7 +273,7 @@ class FleetTable(ScrollView, can_focus=True):
         return list(self._widths)
 
     @property
-    def shown_widths(self) -> list[int]:
+    def shown_widths(self) -> list[int | None]:
         """Each column's width as drawn: `column_widths` fitted to the screen."""
         return list(self._shown)
 
@@ -328,7 +328,7 @@ class FleetTable(ScrollView, can_focus=True):
         elif self._cursor >= top + page:
             self.scroll_to(y=self._cursor - page + 1, animate=False)
 
-    def _on_click(self, event: events.Click) -> None:
+    async def _on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return
@@ -410,6 +410,19 @@ class FleetTable(ScrollView, can_focus=True):
         )
         return super().render_lines(crop)
 
+    def _torn(self, cut: int) -> int:
+        """Cells left of a column whose start scrolled out of view at `cut` (its tail, "3"
+        of "13.0"): drawn blank, so what shows of a column is all of it or nothing."""
+        pos = 0
+        for width in self._shown:
+            if width is None:
+                continue
+            pos += GAP
+            if pos < cut < pos + width:
+                return pos + width - cut
+            pos += width
+        return 0
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         base, header, cursor = self._styles
@@ -422,18 +435,21 @@ class FleetTable(ScrollView, can_focus=True):
             if row >= len(self._order):
                 return Strip.blank(width, base)
             key = self._order[row]
-            line = self._drawn.get(key)
-            if line is None:
-                line = self._drawn[key] = self._line(self._get_cells(key))
+            drawn = self._drawn.get(key)
+            if drawn is None:
+                drawn = self._drawn[key] = self._line(self._get_cells(key))
+            line = drawn
             style = cursor if row == self._cursor else base
         start = round(self.scroll_x)
         if start:  # the host column stays; the others scroll under it, a gap between
             frozen = GAP + (self._shown[0] or 0)
+            cut = frozen + GAP + start
+            torn = self._torn(cut)  # a column cut in two: blank, not a stray fragment
             line = Strip.join(
                 [
                     line.crop(0, frozen),
-                    Strip.blank(GAP),
-                    line.crop(frozen + GAP + start, start + width),
+                    Strip.blank(GAP + torn),
+                    line.crop(cut + torn, start + width),
                 ]
             )
         elif line.cell_length > width:

@@ -36,8 +36,9 @@ class FooterKey:
     action: str = ""
 
 
-PINNED = frozenset({"help", "quit"})
-"""Actions the footer always shows, at its right end: however many keys a screen or a focused
+PINNED = frozenset({"cancel", "help", "quit"})
+"""Actions the footer always shows, at its right end (the tasks screen's cancel among them: its
+task keys are listed above the runs too): however many keys a screen or a focused
 panel adds, `? Help` and `q Quit` stay visible (keys before them are cut instead)."""
 
 

@@ -8,9 +8,11 @@ others' state.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
+from textual.binding import BindingType
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -75,7 +77,7 @@ def matches(host: HostConfig, needle: str) -> bool:
 class HostList(OptionList):
     """Hosts in config order; posts `HostList.Selected` when the highlight moves."""
 
-    BINDINGS = moves("cursor_down", "cursor_up", "first", "last")
+    BINDINGS: ClassVar[list[BindingType]] = moves("cursor_down", "cursor_up", "first", "last")
 
     class Selected(Message):
         """The user moved to another host."""
@@ -105,11 +107,11 @@ class HostList(OptionList):
         width = max(8, self.scrollable_content_region.width - 1)
         if width != self._row_width:
             self._row_width = width
-            for name in self.visible:
+            for name in self.shown_names:
                 self.replace_option_prompt(name, self._row(name))
 
     @property
-    def visible(self) -> list[str]:
+    def shown_names(self) -> list[str]:
         return [h.name for h in self._hosts if matches(h, self._needle)]
 
     def update_host(self, result: HostResult) -> None:
@@ -123,7 +125,7 @@ class HostList(OptionList):
         """Redraw the rows whose mark changed."""
         changed = self._marked ^ frozenset(names)
         self._marked = frozenset(names)
-        for name in self.visible:
+        for name in self.shown_names:
             if name in changed:
                 self.replace_option_prompt(name, self._row(name))
 
@@ -138,7 +140,7 @@ class HostList(OptionList):
         if not changed:
             return
         self._task_hosts = frozenset(names)
-        for name in self.visible:
+        for name in self.shown_names:
             if name in changed:
                 self.replace_option_prompt(name, self._row(name))
 
@@ -149,7 +151,7 @@ class HostList(OptionList):
         self._needle = needle
         self.clear_options()
         self.add_options(self._build_options())
-        visible = self.visible
+        visible = self.shown_names
         if current in visible:
             self.highlighted = visible.index(current)
         elif visible:
@@ -165,10 +167,10 @@ class HostList(OptionList):
             return None
 
     def select_host(self, name: str) -> None:
-        visible = self.visible
+        visible = self.shown_names
         if name not in visible:
             self.set_filter("")
-            visible = self.visible
+            visible = self.shown_names
         self.highlighted = visible.index(name)
 
     @on(OptionList.OptionHighlighted)

@@ -1,10 +1,12 @@
 """Every parser of remote or saved text is total, and real captures survive a save round trip.
 
-The tool parsers (topo, smi, query, nvlink, nvcc) and the section parsers already have totality
-tests beside their table tests; this file covers the rest of what reads untrusted text: the
+The tool parsers (topo, smi, query, nvlink, nvcc) and the section parsers have their totality
+tests in test_never_raises.py beside this file; this file covers the rest of what reads
+untrusted text: the
 frame reader, the part splitter, the task status lines, version specs, os-release, the text
 cleaner and the `--save` loader. Then every saved capture in tests/fixtures is replayed,
-saved again and replayed again through the real CLI: the JSON must not change.
+saved again and replayed again through the real CLI: the JSON must not change. (tests/perf:
+hypothesis examples and CLI processes, too slow for the unit tier's seconds.)
 """
 
 from __future__ import annotations
@@ -235,6 +237,17 @@ def test_real_captures_parse_the_same_after_a_save_and_replay_round_trip(
     assert parsed, "the captures must parse to something"
 
 
+def _within(want: object, got: object) -> bool:
+    """`got` holds everything `want` does (dict keys may be added, nothing else differs)."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(
+            k in got and _within(v, got[k]) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return isinstance(got, list) and len(want) == len(got) and all(map(_within, want, got))
+    return want == got
+
+
 @pytest.mark.parametrize("capture", ["h200-device", "h200-device/health"])
 @pytest.mark.parametrize("kind", ["nvml", "smi"])
 def test_the_h200_capture_parses_to_the_json_stored_beside_it(capture: str, kind: str) -> None:
@@ -245,7 +258,8 @@ def test_the_h200_capture_parses_to_the_json_stored_beside_it(capture: str, kind
     want = {n: s["data"] for n, s in stored["hosts"][0]["sections"].items()}
     sections = replayed["hosts"][0]["sections"]
     got = {n: s["data"] for n, s in sections.items()}
-    assert {n: got[n] for n in want} == want
+    # A field a later parser adds may appear; every value the capture's own run printed stays.
+    assert _within(want, {n: got[n] for n in want})
     assert all(got[n] is None for n in set(got) - set(want))
     if capture.endswith("health"):
         assert want["health"]["gpus"]
