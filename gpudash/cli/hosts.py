@@ -22,7 +22,6 @@ from pathlib import Path
 
 from gpudash.cli.errors import UsageError
 from gpudash.config.model import Config, HostConfig
-from gpudash.saved import load_host, saved_hosts
 from gpudash.text import clean_line
 
 
@@ -45,7 +44,12 @@ def _named_config(args: argparse.Namespace) -> str | None:
 
 def replay_config(root: Path) -> Config:
     """One replay host per saved host directory under `root` (a `gpudash probe --save` dir),
-    or the one host `root` itself is (`DIR/HOST`, as a colleague sends one host's capture)."""
+    or the one host `root` itself is (`DIR/HOST`, as a colleague sends one host's capture).
+
+    `gpudash.saved` is imported here, not at the top: a probe that saves nothing and replays
+    nothing does not pay for it before its first connection."""
+    from gpudash.saved import load_host, saved_hosts
+
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory (expected a `gpudash probe --save` dir)")
     dirs = [root] if (root / "meta.json").is_file() else saved_hosts(root)

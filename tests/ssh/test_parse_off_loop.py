@@ -38,9 +38,15 @@ async def _arrivals(host: HostConfig, section: Section[Any], start: float) -> di
     return seen
 
 
+def _none(_data: Any) -> list[str]:
+    return []
+
+
 async def test_a_slow_parse_delays_neither_a_healthy_host_nor_its_own_deadline() -> None:
-    hostile = Section("hostile", 10.0, "part a printf x", _slow_parse, str)
-    healthy = Section("healthy", 10.0, "sleep 0.3; part a printf ok", lambda p: p, str)
+    hostile = Section("hostile", 10.0, "part a printf x", _slow_parse, str, "Hostile", _none, {})
+    healthy = Section(
+        "healthy", 10.0, "sleep 0.3; part a printf ok", lambda p: p, str, "Healthy", _none, {}
+    )
     slow_host = HostConfig(name="slow", transport="local", probe_timeout=1.0)
     fine_host = HostConfig(name="fine", transport="local", probe_timeout=10.0)
     ticks: list[float] = []

@@ -20,7 +20,9 @@ from tests.support.tools import require
 
 
 def _section(name: str, body: str, timeout: float = 10) -> Section:
-    return Section(name, timeout, body, lambda parts: parts, lambda data: "")
+    return Section(
+        name, timeout, body, lambda parts: parts, lambda data: "", name, lambda d: [], {}
+    )
 
 
 async def _run(sections, env=None, timeout=30):

@@ -16,15 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gpudash.probe.arch import arch_for_cc, cc_from_name
-from gpudash.probe.gpu_ids import cc_from_name as cc_from_name_prefix
-from gpudash.probe.gpu_ids import cc_from_pci_id
 from gpudash.probe.markdown import md, md_table, mib, yes
 from gpudash.probe.parts import Part
-from gpudash.probe.query import number, parse_query
-from gpudash.probe.smi import parse_smi
 from gpudash.text import clean_line
 from gpudash.units import gib
+
+# Parsers load with the first parse, not with the section: the probe script needs only
+# BODY, so the host starts before they load (host_probe.warm_parsers; issue 33 item 10).
 
 NAME = "gpus"
 TIMEOUT = 15.0
@@ -106,6 +104,10 @@ GPU_TOOLS = {"query": "nvidia-smi --query-gpu", "smi": "nvidia-smi"}
 
 
 def parse(parts: Mapping[str, Part]) -> Gpus:
+    from gpudash.probe import arch, gpu_ids  # noqa: F401  # `_with_cc`'s, loaded with the parse
+    from gpudash.probe.query import parse_query
+    from gpudash.probe.smi import parse_smi
+
     if "nvml" in parts:
         return _from_nvml(parts["nvml"].text)
     query, smi = parts.get("query"), parts.get("smi")
@@ -146,6 +148,10 @@ def parse(parts: Mapping[str, Part]) -> Gpus:
 
 def _with_cc(name: str, cc: str | None, device_id: str | None = None) -> dict[str, Any]:
     """The cc and where it came from: the driver, else the PCI id, else the name."""
+    from gpudash.probe.arch import arch_for_cc, cc_from_name
+    from gpudash.probe.gpu_ids import cc_from_name as cc_from_name_prefix
+    from gpudash.probe.gpu_ids import cc_from_pci_id
+
     source = "driver" if cc else None
     if not cc:
         cc = cc_from_pci_id(device_id)
@@ -165,6 +171,8 @@ def _with_cc(name: str, cc: str | None, device_id: str | None = None) -> dict[st
 
 
 def _int(value: str | None) -> int | None:
+    from gpudash.probe.query import number
+
     n = number(value) if value is not None else None
     return None if n is None else int(n)
 
@@ -175,6 +183,8 @@ def _flag(value: str | None) -> bool | None:
 
 
 def _from_query(rows: Sequence[Mapping[str, str]]) -> tuple[Gpu, ...]:
+    from gpudash.probe.query import number
+
     gpus = []
     for position, row in enumerate(rows):
         # Queries without the index field list GPUs in index order.

@@ -14,19 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gpudash.probe.hostfacts import (
-    GPU_CLASSES,
-    SWITCH_CLASS,
-    FabricManager,
-    PciDevice,
-    RdmaPort,
-    parse_fabric_manager,
-    parse_memlock,
-    parse_pci,
-    parse_rdma,
-    parse_shm_kib,
-)
 from gpudash.probe.kernel_log import (
     LOW_XIDS,
     MAX_KEYS,
@@ -36,8 +25,15 @@ from gpudash.probe.kernel_log import (
 )
 from gpudash.probe.markdown import md, md_table, yes
 from gpudash.probe.parts import Part, text_of
-from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth, parse_smi_q
 from gpudash.text import clean_line, is_uint
+
+if TYPE_CHECKING:
+    from gpudash.probe.hostfacts import FabricManager, PciDevice, RdmaPort
+    from gpudash.probe.smiq import GpuHealth
+
+# Parsers load with the first parse, not with the section: the probe script needs only
+# BODY (and kernel_log's Xid sets, which it prints), so the host starts before they load
+# (host_probe.warm_parsers; issue 33 item 10).
 
 NAME = "health"
 TIMEOUT = 15.0
@@ -211,10 +207,14 @@ class Health:
 
     @property
     def pci_gpus(self) -> tuple[PciDevice, ...]:
+        from gpudash.probe.hostfacts import GPU_CLASSES
+
         return tuple(d for d in self.pci or () if d.pci_class in GPU_CLASSES)
 
     @property
     def nvswitches(self) -> int | None:
+        from gpudash.probe.hostfacts import SWITCH_CLASS
+
         return None if self.pci is None else sum(d.pci_class == SWITCH_CLASS for d in self.pci)
 
     @property
@@ -234,6 +234,15 @@ class Health:
 
 
 def parse(parts: Mapping[str, Part]) -> Health:
+    from gpudash.probe.hostfacts import (
+        parse_fabric_manager,
+        parse_memlock,
+        parse_pci,
+        parse_rdma,
+        parse_shm_kib,
+    )
+    from gpudash.probe.smiq import parse_smi_q
+
     notes: list[str] = []
     smi_text = text_of(parts, "smiq")
     missing = None
@@ -346,6 +355,8 @@ def _int(values: Sequence[str], i: int) -> int | None:
 def summary(data: Health) -> str:
     """The one line `gpudash probe` prints for this section: what looks wrong, else what was
     looked at (a count is never "ok" on its own: the checks give the verdict)."""
+    from gpudash.probe.smiq import SLOWDOWN_REASONS
+
     bits: list[str] = []
     if data.missing:
         bits.append(data.missing)

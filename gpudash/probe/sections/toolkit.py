@@ -15,10 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gpudash.probe.markdown import md, md_table
-from gpudash.probe.nvcc import parse_nvcc
 from gpudash.probe.parts import Part, text_of
 from gpudash.probe.sections.env import VENV_SH
 from gpudash.text import clean_line
+
+# Parsers load with the first parse, not with the section: the probe script needs only
+# BODY, so the host starts before they load (host_probe.warm_parsers; issue 33 item 10).
 
 NAME = "toolkit"
 TIMEOUT = 10.0
@@ -203,6 +205,8 @@ def _records(text: str) -> list[list[str]]:
 
 
 def _nvccs(parts: Mapping[str, Part], notes: list[str]) -> tuple[Nvcc, ...]:
+    from gpudash.probe.nvcc import parse_nvcc
+
     aliases: dict[str, list[str]] = {}
     for rec in _records(text_of(parts, "nvccs")):
         if len(rec) >= 3 and rec[0] == "0":

@@ -11,13 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpudash.probe.markdown import md, md_table
-from gpudash.probe.nvlink import NvlinkStatus, parse_nvlink
 from gpudash.probe.parts import Part
-from gpudash.probe.topo import Topology as TopoMatrix
-from gpudash.probe.topo import parse_topo
 from gpudash.text import clean_line
+
+if TYPE_CHECKING:
+    from gpudash.probe.nvlink import NvlinkStatus
+    from gpudash.probe.topo import Topology as TopoMatrix
+
+# Parsers load with the first parse, not with the section: the probe script needs only
+# BODY, so the host starts before they load (host_probe.warm_parsers; issue 33 item 10).
 
 NAME = "topology"
 TIMEOUT = 20.0
@@ -87,6 +92,9 @@ _STATE = re.compile(r"\s*State\s*:")
 
 
 def parse(parts: Mapping[str, Part]) -> Topology:
+    from gpudash.probe.nvlink import parse_nvlink
+    from gpudash.probe.topo import parse_topo
+
     topo_part = parts.get("topo")
     text = topo_part.text if topo_part else ""
     if text.strip().endswith("nvidia-smi: not found"):
