@@ -8,9 +8,10 @@ the PCI ID Repository, the driver README, NVIDIA's CUDA GPUs page or a real capt
 
 from __future__ import annotations
 
-from gpudash.checks.facts.gpu_identity import BY_DEVICE_ID, BY_NAME, BY_PCI_NAME
+from gpudash.gpu_identity import BY_DEVICE_ID, BY_NAME, BY_PCI_NAME
 
-# The table and its sources live with the other facts (gpudash.checks.facts.gpu_identity, a
+# The table and its sources are the leaf gpudash.gpu_identity (re-exported beside the other
+# facts as gpudash.checks.facts.gpu_identity), a
 # module that imports nothing, so the probe may read it).
 PCI_DEVICE_CC: dict[str, tuple[str, str]] = BY_DEVICE_ID
 NAME_CC: dict[str, str] = BY_NAME

@@ -36,7 +36,8 @@ class _Loader(importlib.abc.Loader):
         self._loader = loader
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)  # type: ignore[no-any-return]
+        created: ModuleType | None = self._loader.create_module(spec)
+        return created
 
     def exec_module(self, module: ModuleType) -> None:
         hidden = HIDDEN not in sys.modules

@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpudash.shlib",
             "gpudash.config.model",
             # A facts table the probe reads (device id / name -> cc); it imports nothing.
-            "gpudash.checks.facts.gpu_identity",
+            "gpudash.gpu_identity",
         ),
     ),
     # Travels to the host and runs there on its own (issue 29): imports nothing but itself,
@@ -72,7 +72,7 @@ LEAVES = (
     "gpudash.versions",
     "gpudash.shlib",
     "gpudash.config.model",
-    "gpudash.checks.facts.gpu_identity",
+    "gpudash.gpu_identity",
 )
 """Modules anyone may import: they import nothing of gpudash (config.model only for types)."""
 
