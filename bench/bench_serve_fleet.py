@@ -18,8 +18,11 @@ is each host's own HOME. Measured, all in this one run:
   posted; its latency is the time until the focused widget dispatches it. Target: < 100 ms;
 - loop lag: how late a 20 ms timer fires; memory: the app's RSS before and its peak;
 - baseline: `gpudash run serve -y` over every host (headless, stdout to /dev/null).
-The hosts run at --nice 19 by default: here they share the app's CPUs (2 cores), where a
-real fleet's are other machines; --nice 0 measures them as they are.
+The hosts share this machine's CPUs with the app, where a real fleet's are other machines;
+niceness does not separate them (each ssh session and each job is a setsid session, so an
+autogroup of its own that the scheduler weighs like the app's whole session), so by default
+the hosts are pinned to the last CPU and the app (and the headless run) to the others;
+--shared leaves every process on every CPU.
 Between the two, every engine is killed (its process group, from the job dir) and the hosts'
 job and serve state removed, so both start from the same clean hosts.
 """
@@ -266,13 +269,16 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=100)
     parser.add_argument("--speed", type=float, default=5.0, help="engine log lines/s (0: all)")
     parser.add_argument(
-        "--nice",
-        type=int,
-        default=19,
-        help="the hosts' niceness: they share this machine's CPUs with the app, where a real"
-        " fleet's hosts are other machines (0: as they are)",
+        "--shared",
+        action="store_true",
+        help="leave the hosts on every CPU, with the app (default: the last CPU is theirs)",
     )
     args = parser.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    host_cpus: set[int] = set()
+    if not args.shared and len(cpus) > 1:
+        host_cpus = {cpus[-1]}
+        os.sched_setaffinity(0, set(cpus[:-1]))  # the app and the headless run
     n = args.hosts
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -286,8 +292,8 @@ def main() -> None:
                 sshd = Sshd(folder)
                 sshd.start()
                 sshds.append(sshd)
-                if args.nice and sshd.pid is not None:  # its sessions inherit it
-                    os.setpriority(os.PRIO_PROCESS, sshd.pid, args.nice)
+                if host_cpus and sshd.pid is not None:  # its sessions inherit it
+                    os.sched_setaffinity(sshd.pid, host_cpus)
                 hosts.extend(sshd.hosts)
             hosts = hosts[:n]
             for host in hosts:
@@ -302,12 +308,13 @@ def main() -> None:
             stop_engines(hosts)
             for sshd in sshds:
                 sshd.close()
-    s, cpus = app["seconds"], os.cpu_count()
+    s = app["seconds"]
+    where = f"hosts on CPU {sorted(host_cpus)}, app on {cpus[:-1]}" if host_cpus else "shared"
     app_what = f"app: y .. every host READY ({int(app['ready'])}/{n} ok)"
     head_what = f"gpudash run serve -y, every host (headless; rc {head_rc})"
     print(
-        f"{n} hosts serving at once, engine log at {args.speed:g} lines/s, hosts at nice"
-        f" {args.nice} ({cpus} CPUs, load average {os.getloadavg()[0]:.1f})"
+        f"{n} hosts serving at once, engine log at {args.speed:g} lines/s; CPUs: {where}"
+        f" ({os.cpu_count()} in all, load average {os.getloadavg()[0]:.1f})"
     )
     print(f"{'what':<52} {'seconds':>8}")
     print(f"{app_what:<52} {s:>8.2f}")
