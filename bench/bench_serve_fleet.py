@@ -39,7 +39,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,6 +83,33 @@ def sched() -> tuple[float, float]:
         return int(ran) / 1e9, int(waited) / 1e9
     except (OSError, ValueError):
         return 0.0, 0.0
+
+
+class StallSampler(threading.Thread):
+    """Where the loop thread is while the loop is late: every 50 ms, when no tick came for
+    200 ms, the loop thread's innermost gpudash/textual/asyncssh frames are counted."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.loop_thread = threading.get_ident()
+        self.tick = time.perf_counter()
+        self.seen: Counter[str] = Counter()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.05):
+            if time.perf_counter() - self.tick < 0.2:
+                continue
+            frame = sys._current_frames().get(self.loop_thread)
+            if frame is None:
+                continue
+            stack = traceback.extract_stack(frame)
+            ours = [
+                f"{Path(f.filename).parent.name}/{Path(f.filename).name}:{f.name}"
+                for f in stack
+                if any(k in f.filename for k in ("gpudash", "textual", "asyncssh", "rich"))
+            ]
+            self.seen[" < ".join(reversed(ours[-3:])) or stack[-1].name] += 1
 
 
 async def wait(condition, timeout: float = 600.0) -> None:  # type: ignore[no-untyped-def]
@@ -186,6 +216,8 @@ async def app_round(config: Path, n: int) -> dict[str, float]:
         done = asyncio.Event()
         peak = [rss_before]
         lags: list[tuple[float, float, float, float]] = []  # (set at, lag, ran, waited)
+        sampler = StallSampler()
+        sampler.start()
 
         async def keys() -> None:
             k = 0
@@ -202,6 +234,7 @@ async def app_round(config: Path, n: int) -> dict[str, float]:
                 await asyncio.sleep(0.02)
                 ran2, waited2 = sched()
                 lags.append((t, time.perf_counter() - t - 0.02, ran2 - ran, waited2 - waited))
+                sampler.tick = time.perf_counter()
                 peak[0] = max(peak[0], rss_mib())
 
         jobs = [asyncio.ensure_future(keys()), asyncio.ensure_future(ticker())]
@@ -217,6 +250,7 @@ async def app_round(config: Path, n: int) -> dict[str, float]:
         elapsed = time.perf_counter() - start
         ran_s, waited_s = (b - a for a, b in zip(sched0, sched(), strict=True))
         done.set()
+        sampler.stop.set()
         await asyncio.gather(*jobs)
         finished = runs()
         ok = sum(1 for r in finished if r.state == "ok")
@@ -250,6 +284,7 @@ async def app_round(config: Path, n: int) -> dict[str, float]:
         "rss_before": rss_before,
         "rss_peak": peak[0],
         "bad": bad,  # type: ignore[dict-item]
+        "stalls": sampler.seen.most_common(4),  # type: ignore[dict-item]
     }
 
 
@@ -339,6 +374,8 @@ def main() -> None:
         f" waiting for a CPU {app['waited_s']:.2f} s (of {s:.2f} s)"
     )
     print(f"app RSS: {app['rss_before']:.0f} MiB before, peak {app['rss_peak']:.0f} MiB")
+    for where, count in app["stalls"]:  # type: ignore[union-attr]
+        print(f"loop late > 200 ms, sampled {count} x 50 ms in: {where}")
     for line in app["bad"][:5]:  # type: ignore[union-attr]
         print(f"not ready: {line}")
     if app["ready"] != n or head_rc != 0:
