@@ -20,6 +20,7 @@ from textual.binding import BindingType
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+from textual.widgets.data_table import ColumnKey
 
 from gpudash.ui import keys
 from gpudash.ui.render import remote
@@ -36,6 +37,10 @@ TICK_S = 1.0
 
 def _row_key(run: Run) -> str:
     return f"{run.host}\t{run.task}"
+
+
+COLUMNS = ("host", "task", "state", "lines", "note")
+"""The runs table's columns, in order (their keys are their names)."""
 
 
 class RunsTable(DataTable[Any]):
@@ -85,6 +90,8 @@ class TasksScreen(Screen[None]):
         super().__init__()
         self._specs = specs
         self._runs = runs
+        self._drawn: dict[str, tuple[Text, ...]] = {}
+        """Each row's cells as last drawn: a redraw touches only the cells that changed."""
         self._targets = (tuple(targets), marked)
         self._shown: tuple[str, str] | None = None
         for name, spec in specs.items():
@@ -116,11 +123,8 @@ class TasksScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
-        table.add_column("host", key="host")
-        table.add_column("task", key="task")
-        table.add_column("state", key="state")
-        table.add_column("lines", key="lines")
-        table.add_column("note", key="note")
+        for column in COLUMNS:
+            table.add_column(column, key=column)
         for run in self._runs.values():
             self._add_row(run)
         self.set_target(*self._targets)
@@ -179,15 +183,25 @@ class TasksScreen(Screen[None]):
         return (remote(run.host), Text(run.task), state_text(run), lines, note)
 
     def _add_row(self, run: Run) -> None:
-        self.query_one("#runs", DataTable).add_row(*self._cells(run), key=_row_key(run))
+        cells = self._cells(run)
+        self.query_one("#runs", DataTable).add_row(*cells, key=_row_key(run))
+        self._drawn[_row_key(run)] = cells
 
     def _redraw_row(self, run: Run) -> None:
+        """Only the cells that changed, and the column measured again only when a cell
+        outgrew it: re-measuring every cell of every running row each tick stalled the
+        app for about a second with 100 runs (bench/bench_serve_fleet.py)."""
         table = self.query_one("#runs", DataTable)
         key = _row_key(run)
-        for column, cell in zip(
-            ("host", "task", "state", "lines", "note"), self._cells(run), strict=True
-        ):
-            table.update_cell(key, column, cell, update_width=True)
+        cells = self._cells(run)
+        before = self._drawn.get(key)
+        for at, (column, cell) in enumerate(zip(COLUMNS, cells, strict=True)):
+            if before is not None and before[at] == cell:
+                continue
+            drawn = table.columns.get(ColumnKey(column))
+            wider = drawn is None or cell.cell_len > drawn.content_width
+            table.update_cell(key, column, cell, update_width=wider)
+        self._drawn[key] = cells
 
     def _pane_title(self, run: Run) -> None:
         pane = self.query_one(LogPane)
