@@ -145,6 +145,20 @@ class EngineRun:
                 os.unlink(os.path.join(self.ns.job, "service.pgid"))
 
     # --- the log -------------------------------------------------------------------------
+    def _catch_up(self, log: Any, partial: bytes) -> bytes:
+        """Every whole line written to the log so far, fed; the unfinished rest returned."""
+        while True:
+            chunk = log.read(1 << 20)
+            if not chunk:
+                return partial
+            lines = (partial + chunk).split(b"\n")
+            partial = lines.pop()
+            if len(partial) > MAX_LINE:
+                lines.append(partial)
+                partial = b""
+            for raw in lines:
+                self.feed(raw)
+
     def feed(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         self.lineno += 1
@@ -219,6 +233,9 @@ class EngineRun:
                 wait = 0
             for kind, value in climb.drain(wait):
                 if kind == "port":
+                    # the log's lines up to now first: the port can be seen open before the
+                    # lines of the phases that came before it were read
+                    partial = self._catch_up(log, partial)
                     self.enter("listening")
                 elif kind == "health":
                     self.say(f"health {value}")

@@ -198,7 +198,7 @@ def test_fallback_local_no_fails_on_an_unknown_name_in_one_line_as_ssh_does(
     assert real.stderr.strip() == 'ssh: Could not resolve host "gpu7"'
     probe = gpudash_probe(ns, tmp_path, "gpu7")
     assert probe.returncode != 0
-    line = 'gpu7: could not resolve host "gpu7" (tried gpu7.example.internal; '
+    line = 'could not resolve host "gpu7" (tried gpu7.example.internal; '
     line += "CanonicalizeFallbackLocal no)"
     assert f"gpu7 │ FAILED   {line}" in probe.stdout.splitlines()
     assert "Traceback" not in probe.stderr
@@ -227,7 +227,7 @@ def test_a_name_with_more_dots_than_canonicalize_max_dots_is_left_as_given(
     else:  # not canonicalized: the name as given does not resolve, for either
         assert "Could not resolve hostname gpu8.example" in real.stderr
         assert probe.returncode != 0
-        assert "gpu8: DNS name gpu8.example does not resolve" in probe.stdout
+        assert "FAILED   DNS name gpu8.example does not resolve" in probe.stdout
 
 
 @pytest.mark.parametrize("via", ["ProxyJump", "ProxyCommand", "gpudash jump"])
@@ -406,7 +406,7 @@ def test_a_resolver_that_never_answers_fails_the_host_at_its_connect_timeout(
     elapsed = time.monotonic() - started
     if run.returncode == 97:
         pytest.fail(f"no network namespace with a test resolver here: {run.stderr}", pytrace=False)
-    line = f"gpu8: connect timed out after 2s (gpu8:22): resolving {looked_up} "
+    line = f"connect timed out after 2s (gpu8:22): resolving {looked_up} "
     assert f"gpu8 │ FAILED   {line}did not finish" in run.stdout.splitlines(), run.stdout
     assert run.returncode == 1
     # the lookup's thread, stuck for the resolver's 30 s, does not hold the exit
