@@ -163,8 +163,11 @@ def growth(parse: Callable[[str], Any], shape: Callable[[int], str], runs: int) 
 
 
 def _linear(times: list[float]) -> bool:
+    """Each doubling of the input at most ~doubles the CPU time. No absolute bound in seconds:
+    how fast a parser is, is the benches' to say as a ratio in one run (bench.bench_parsers);
+    a fixed 0.5 s/MB failed here on the old code too once the machine ran slower."""
     ratios = [b / a for a, b in itertools.pairwise(times) if b > NOISE_S and a > 0]
-    return all(r <= MAX_RATIO for r in ratios) and times[-1] / 8 <= 0.5
+    return all(r <= MAX_RATIO for r in ratios)
 
 
 @pytest.mark.parametrize("parser", list(PARSERS))
