@@ -96,6 +96,10 @@ def run(size_mb: int, workers: int = 0) -> list[dict]:
     return rows
 
 
+SMOKE: tuple[tuple[str, ...], ...] = (("8",),)
+"""An 8 MB log: seconds, for tests/perf/test_bench_smoke.py."""
+
+
 def main() -> None:
     size_mb = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0

@@ -94,6 +94,10 @@ def polling(tmp: Path, window: float) -> dict[str, float]:
     }
 
 
+SMOKE: tuple[tuple[str, ...], ...] = (("2",),)
+"""A 2 s polling window: seconds, for tests/perf/test_bench_smoke.py."""
+
+
 def main() -> None:
     window = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
