@@ -51,15 +51,16 @@ def after(*keys: str, host: str | None = None):  # type: ignore[no-untyped-def]
 
 
 async def steady(pilot: Pilot) -> None:
-    """Until the screen draws the same four times in a row: a host switch or a key lays the
+    """Until the screen draws the same six times in a row: a host switch or a key lays the
     screen out again on a later refresh, and a snapshot taken before it shows the old
     layout (it did: the PCIe host's findings drawn at the height of the previous host's)."""
     last, same = None, 0
     for _ in range(400):
-        await pilot.pause(0.02)  # a real moment: a panel's new height lands a refresh later
+        await pilot.pause(0.05)  # a real moment: a panel's new height lands a refresh later
         now = screen_text(pilot.app)
         same = same + 1 if now == last else 0
-        if same >= 3:  # the same four times in a row, 60 ms apart
+        if same >= 5:  # the same six times in a row, over 250 ms: a tag group's findings
+            # (computed once all its hosts answered) can replace a host's a moment later
             return
         last = now
     raise AssertionError("the screen never stopped changing")
