@@ -29,6 +29,11 @@ class HostView(Vertical):
                 yield panel()
 
     def show(self, host: HostResult) -> None:
-        self.query_one("#system-line", Static).update(header(host))
+        line = self.query_one("#system-line", Static)
+        line.update(header(host))
+        # Its height follows its text (a long system line wraps to two rows): laid out again
+        # once this refresh is drawn, or a switch from a host whose line wrapped could keep
+        # its two rows for a short one (a snapshot caught it, one run in five)
+        self.call_after_refresh(line.refresh, layout=True)
         for panel in self.query(Panel):
             panel.show(host)
