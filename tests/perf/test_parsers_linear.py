@@ -31,8 +31,8 @@ from gpudash.tasks.logs import LineAssembler
 
 MB = 1 << 20
 SIZES = (1 * MB, 2 * MB, 4 * MB, 8 * MB)
-MAX_RATIO = 3.0  # 2 expected; noise on a shared 2-core machine
-NOISE_S = 0.004  # below this, a ratio is noise: only the absolute bound applies
+MAX_RATIO = 3.5  # 2 expected, 4 for a quadratic parser; noise on a shared 2-core machine
+NOISE_S = 0.02  # below this, a ratio is noise (allocator and cache effects), not judged
 NONCE = "0123456789abcdef"
 
 # Every part name each section's parser reads (numbered ones once).
