@@ -162,28 +162,6 @@ def test_a_failure_in_the_middle_of_a_big_log_is_found_where_it_says_error(
         assert classify_file(str(path), "vllm") == fed.result(), pad
 
 
-@pytest.mark.parametrize("workers", [2, 3])
-def test_parallel_readers_give_the_verdict_of_one(
-    workers: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A big log cut in ranges read by worker processes: same code, line and line number as
-    one reader, for failures at the end and one in an early range, and none for a healthy log."""
-    monkeypatch.setattr(logscan, "CHUNK", 4096)
-    healthy = (FIXTURES / "vllm" / "good-startup-29335.log").read_bytes()
-    path = tmp_path / "log"
-    for log in FAILING[::4]:
-        path.write_bytes(healthy * 40 + log.read_bytes() + healthy[:500])
-        alone = classify_file(str(path), "vllm", workers=1)
-        assert alone is not None and classify_file(str(path), "vllm", workers=workers) == alone
-    early = (FIXTURES / "vllm" / "port-in-use-7514.log").read_bytes()
-    path.write_bytes(healthy * 3 + early + healthy * 60)
-    verdict = classify_file(str(path), "vllm", workers=workers)
-    assert verdict is not None and verdict.code == "serve.port_in_use"
-    assert verdict.lineno == healthy.count(b"\n") * 3 + 3
-    path.write_bytes(healthy * 60)
-    assert classify_file(str(path), "vllm", workers=workers) is None
-
-
 def test_hostile_text_is_judged_without_error_and_quoted_clean(tmp_path: Path) -> None:
     line = "\x1b]0;pwned\x07\u202eOSError: [Errno 98] Address already in use\x1b[31m" + "x" * 99999
     fed = Classifier("sglang")
