@@ -118,6 +118,9 @@ def test_a_direct_copy_arrives_verified_and_leaves_no_key(rig: NetRig, tmp_path:
     assert tree_of(dst) == tree_of(src)
     assert "every sha256, mode and link target matches" in out
     assert "key is removed" in out  # the destination job's own last word
+    # the destination's own log (the app's log pane on that host) says where the bytes came from
+    dest_log = (rig.hosts[1].home / ".cache" / "gpudash" / "jobs" / "copy" / "log").read_text()
+    assert "direct copy from h0:~/src into" in dest_log.splitlines()[0], dest_log
     assert not (rig.hosts[1].home / "dst.gpudash-partial").exists()
     no_key_left(rig)
     # ended means ended: no beat, no hold session lingering on either host (a beat's `sleep`

@@ -126,6 +126,7 @@ class DirectCopy:
                 **common,
                 "GPUDASH_PUB": public,
                 "GPUDASH_FROM_ADDR": from_addr,
+                "GPUDASH_SOURCE": f"{self.p.source}:{self.p.path}",
                 "GPUDASH_EXPIRES": str(int(spec.timeout or 6 * 3600) + 120),
             },
             ds.DEST_JOB,

@@ -103,6 +103,8 @@ DEST_JOB = (
     + SWEEP_FN
     + r"""
 fail() { echo "gpudash: $*"; exit 3; }
+# the destination's own log names where the bytes come from (its job runs on its own host)
+echo "direct copy from $GPUDASH_SOURCE into $GPUDASH_TO (landing in $S until verified)"
 for tool in tar sha256sum find sort comm awk flock dd stat readlink truncate; do
     command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the destination host"
 done
