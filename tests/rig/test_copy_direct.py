@@ -237,8 +237,13 @@ def test_a_destination_whose_host_key_changed_is_refused(rig: NetRig, tmp_path: 
 def test_a_copy_cut_midway_resumes_with_only_what_is_missing(rig: NetRig, tmp_path: Path):
     h1 = rig.hosts[1]
     count = h1.root / "tar-count"
-    # The second extracting tar waits: one stream lands, the other is mid-way at the cut.
-    slow_tar(h1, f'echo x >> {count}; [ "$(wc -l < {count})" -eq 2 ] && sleep 120')
+    # The second extracting tar waits: one stream lands, the other is mid-way at the cut. The
+    # count is taken under a lock: two streams starting together both read 2 without it.
+    slow_tar(
+        h1,
+        f'n=$(flock {count}.lock sh -c \'echo x >> "$1"; wc -l < "$1"\' - {count})\n'
+        '[ "$n" -eq 2 ] && sleep 120',
+    )
     config = copy_config(rig, streams=2)
     proc = start(rig, config, tmp_path, "h1")
     read_until(proc, "sending ")

@@ -20,35 +20,36 @@ line of the job's log about one destination starts with `@dN ` (N its line numbe
 from __future__ import annotations
 
 # ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
-from gpudash.tasks.copy.direct_scripts import MANIFEST_FN
+from gpudash.tasks.copy.direct_scripts import MANIFEST_FN, REMOTE_FN
 
 FANOUT_JOB = (
     MANIFEST_FN
+    + REMOTE_FN
     + r"""
 F="$GPUDASH_JOB/files"
 W="$GPUDASH_JOB/work"
+K="$F/id"
+KH="$F/known_hosts"
 BEATS=
+HOLDS=
+mux_dir
 cleanup() {
     for b in $BEATS; do kill "$b" 2>/dev/null; done
+    for h in $HOLDS; do kill "$h" 2>/dev/null; done
     rm -f "$F/id" "$GPUDASH_JOB"/d*/files/id
+    [ -n "$CMD" ] && rm -rf "$CMD"
     rm -rf "$W"
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP
 fail() { echo "gpudash: $*"; exit 1; }
-# `dest I` sets what `remote` and a destination's run need for line I of files/dests.
+# `dest I` sets what `remote` and a destination's run need for line I of files/dests (CM:
+# the control socket of its hold session, which its run's control verbs ride).
 dest() {
+    CM=${CMD:+$CMD/$1}
+    export CM
     set -- $(sed -n "$1p" "$F/dests")
     export GPUDASH_ALIAS=$1 GPUDASH_ADDR=$2 GPUDASH_PORT=$3 GPUDASH_USER=$4
-}
-remote() {
-    t=$1
-    shift
-    timeout -k 5 "$t" ssh -i "$F/id" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
-        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$F/known_hosts" \
-        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="$GPUDASH_ALIAS" \
-        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=15 -o LogLevel=ERROR \
-        -p "$GPUDASH_PORT" -l "$GPUDASH_USER" "$GPUDASH_ADDR" "$@"
 }
 for tool in ssh tar sha256sum find sort comm awk dd mkfifo timeout sed; do
     command -v $tool >/dev/null 2>&1 || fail "$tool is not installed on the source host"
@@ -64,7 +65,8 @@ i=1
 while [ $i -le "$N" ]; do
     dest $i
     mkfifo "$W/hold.$i" || fail "mkfifo failed"
-    remote 0 hold < "$W/hold.$i" > /dev/null 2>&1 &
+    hold < "$W/hold.$i" > /dev/null 2>&1 &
+    HOLDS="$HOLDS $!"
     ( while sleep 2; do printf . || exit 0; done ) > "$W/hold.$i" 2>/dev/null &
     BEATS="$BEATS $!"
     i=$((i + 1))
