@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=2000)
     parser.add_argument("--fanout", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--streams", type=int, default=4)
     parser.add_argument("--link-mib", type=float, default=None, help="cap each host's link")
     args = parser.parse_args(argv)
     with (
@@ -144,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         config = Path(tmp) / "config.toml"
         config.write_text(
             rig.config_toml()
-            + '\n[tasks.copy]\nparams = { from = "h0", path = "~/src", to = "~/dst", streams = 4,'
-            " chunk_mb = 64 }\n"
+            + '\n[tasks.copy]\nparams = { from = "h0", path = "~/src", to = "~/dst",'
+            f" streams = {args.streams}, chunk_mb = 64 }}\n"
         )
         names = [h.name for h in rig.hosts[1:]]
         keys = ("raw", "hash", "fast", "direct", "cpu", "resume", "rehash", "fanout")

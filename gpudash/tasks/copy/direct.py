@@ -169,6 +169,21 @@ class DirectCopy:
             await asyncio.sleep(0.2)
         return None, data
 
+    async def _connect_both(self, address: str) -> str:
+        """Both hosts connected at once (a handshake each, side by side), and the address the
+        destination will see the source's connection come from."""
+
+        async def route() -> str:
+            await self.source.connect()
+            configured = str(getattr(getattr(self.source, "host", None), "address", ""))
+            return self.p.source_address or await source_address(self.source, address, configured)
+
+        done = await asyncio.gather(self.dest.connect(), route(), return_exceptions=True)
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return str(done[1])
+
     async def events(self) -> AsyncIterator[ev.TaskEvent]:
         """TaskStarted, the source job's log, exactly one end event (after TaskQueued and the
         check, which `run_copy` said)."""
@@ -179,14 +194,9 @@ class DirectCopy:
                 raise DirectBlocked(
                     'a direct copy needs an SSH destination (via = "gpudash" copies to this one)'
                 )
-            await self.dest.connect()
-            await self.source.connect()
-            known = host_key_line(self.dest)
             address, port = dial(self.p.dest_address, dest_host.address, dest_host.port or 22)
-            configured = str(getattr(getattr(self.source, "host", None), "address", ""))
-            from_addr = self.p.source_address or await source_address(
-                self.source, address, configured
-            )
+            from_addr = await self._connect_both(address)
+            known = host_key_line(self.dest)
             run = jobs.new_run_id()
             private, public = key_pair()
             dest_script, recv = self.dest_scripts(run, public, from_addr)

@@ -120,7 +120,7 @@ _ssh() {
 remote() { t=$1; shift; _ssh "$t" no "${CM:-none}" "$@"; }
 dial() { t=$1; shift; _ssh "$t" no none "$@"; }
 hold() {
-    if [ -n "$CM" ]; then _ssh 0 yes "$CM" hold; else _ssh 0 no none hold; fi
+    if [ -n "$CM" ]; then _ssh 0 yes "$CM" hold "$@"; else _ssh 0 no none hold "$@"; fi
 }
 # A private directory for the control socket, short enough for a socket's path (a long one
 # would end the master, and with it the hold): CMD, and CM in it ("" where none can be made).
@@ -304,12 +304,22 @@ else
     echo "direct copy from this host to $GPUDASH_DEST:$GPUDASH_TO ($GPUDASH_STREAMS streams)"
 fi
 
-# The hold session: the destination job watches it (and removes the key when it ends).
+# The hold session: the destination job watches it (and removes the key when it ends). It
+# answers the destination's manifest first (`hold manifest`: the count of its lines, then
+# them; `head` takes them as they come, where awk may wait to fill a block), then `ok` (or
+# `no`: the session ended without one) goes to the fifo m.ready; the rest is drained.
 if [ -z "$GPUDASH_HELD" ]; then
-    mkfifo "$W/hold" || fail "mkfifo failed"
+    mkfifo "$W/hold" "$W/hold.out" "$W/m.ready" || fail "mkfifo failed"
     mux_dir
-    hold < "$W/hold" > /dev/null 2> "$W/hold.err" &
+    hold manifest < "$W/hold" > "$W/hold.out" 2> "$W/hold.err" &
     HOLD=$!
+    { if read -r n && [ "$n" -ge 1 ] 2>/dev/null && head -n "$n" > "$W/dst.m" \
+          && [ "$(wc -l < "$W/dst.m")" -eq "$n" ]; then
+          echo ok > "$W/m.ready"
+      else
+          echo no > "$W/m.ready"
+      fi
+      cat > /dev/null; } < "$W/hold.out" &
     exec 8> "$W/hold"
     # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once,
     # and takes its sleep with it (a `sleep 2` outlived the job by up to 2 s)
@@ -321,7 +331,14 @@ if [ -z "$GPUDASH_HELD" ]; then
     BEAT=$!
 fi
 
-if ! remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err"; then
+if [ -z "$GPUDASH_HELD" ]; then
+    read -r answered < "$W/m.ready"
+    cp "$W/hold.err" "$W/err" 2>/dev/null
+    [ "$answered" = ok ]
+else
+    remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err"
+fi
+if [ $? -ne 0 ]; then
     if grep -q 'ssh: connect to host\|Could not resolve hostname\|Connection timed out\|No route to host\|Network is unreachable\|Connection refused' "$W/err" 2>/dev/null; then
         fail "this host cannot reach $GPUDASH_DEST at $GPUDASH_ADDR port $GPUDASH_PORT ($(said "$W/err")):" \
             "set params.dest_address to what this host can dial (HOST or HOST:PORT), or via = \"gpudash\" to copy through gpudash"

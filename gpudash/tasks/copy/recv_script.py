@@ -187,27 +187,44 @@ land() {
         exec 5>&-
     done
 }
+# What the destination has: BASE (none, partial or final) and its manifest in $J/m.dst.
+base_manifest() {
+    if [ -d "$S" ]; then
+        BASE=partial
+        manifest "$S" "$J/m.dst"
+    elif [ -d "$GPUDASH_TO" ]; then
+        BASE=final
+        manifest "$GPUDASH_TO" "$J/m.dst"
+    else
+        BASE=none
+        : > "$J/m.dst"
+    fi
+}
 set -f
 set -- $SSH_ORIGINAL_COMMAND
 case "$1" in
+# `hold [manifest]`: with `manifest`, the hold session answers the manifest first, after the
+# count of its lines (the source reads exactly those as they come, with nothing after them to
+# wait for), so a copy's start costs one connection, not two; the reader lock is let go of
+# after it (a hold keeping it would starve `seal`).
 hold)
     exec 7>> "$J/held"
     flock 7
     : > "$J/hold-started"
+    if [ "$2" = manifest ]; then
+        reader
+        base_manifest || exit 4
+        echo $(( $(wc -l < "$J/m.dst") + 1 ))
+        echo "base $BASE"
+        cat "$J/m.dst"
+        flock -u 9
+    fi
     while [ "$(timeout 15 head -c 1 | wc -c)" -eq 1 ] 2>/dev/null; do :; done
     ;;
 manifest)
     reader
-    if [ -d "$S" ]; then
-        manifest "$S" "$J/m.dst" || exit 4
-        echo "base partial"
-    elif [ -d "$GPUDASH_TO" ]; then
-        manifest "$GPUDASH_TO" "$J/m.dst" || exit 4
-        echo "base final"
-    else
-        : > "$J/m.dst"
-        echo "base none"
-    fi
+    base_manifest || exit 4
+    echo "base $BASE"
     cat "$J/m.dst"
     ;;
 prune)
