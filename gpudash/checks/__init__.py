@@ -77,11 +77,14 @@ def run_checks(
     except Exception as exc:
         return (check_error("context", exc),)
     if result.state is HostState.FAILED:
+        # the transport's error names the host ("h1: connection refused"); the finding is
+        # listed under that name already
+        error = (result.error or "probe failed").removeprefix(f"{result.name}: ")
         found.append(
             Finding(
                 Severity.FAIL,
                 "host.unreachable",
-                f"host did not answer: {result.error or 'probe failed'}",
+                f"host did not answer: {error}",
                 why="Nothing can be checked on a host that cannot be probed.",
                 fix="Check the address, SSH access and that the host is up, then re-probe.",
                 facts={"error": result.error},

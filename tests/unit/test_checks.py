@@ -357,3 +357,11 @@ def test_without_a_cuda_version_from_nvidia_smi_the_driver_table_gives_it():
 def test_version_specs_compare_padded_numbers_and_prefixes(spec, version, ok):
     parsed = Spec.parse(spec)
     assert parsed is not None and parsed.matches(version) is ok
+
+
+def test_an_unreachable_hosts_finding_does_not_name_the_host_twice():
+    """The transport's error starts with the host's name; the finding is listed under it."""
+    (finding,) = run_checks(failed("h1", "h1: connection refused by 10.0.0.1:22"))
+    assert finding.title == "host did not answer: connection refused by 10.0.0.1:22"
+    (other,) = run_checks(failed("h1", "h10: jump host down"))  # another host's name stays
+    assert other.title == "host did not answer: h10: jump host down"
