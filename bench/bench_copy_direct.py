@@ -3,14 +3,14 @@ against one copy, and a resume of a complete copy against the full copy.
 
 Run (as root, under the rig lock):
     flock /tmp/gpudash-rig.lock .venv/bin/python -m bench.bench_copy_direct [--big-mib 256]
-        [--small 2000] [--fanout 4] [--rounds 1] [--link-mib N]
+        [--small 2000] [--fanout 4] [--rounds 1] [--link-mib N] [--streams 4]
 
 Hosts: tests/support/netrig.py (own namespace, address and sshd each, one bridge). The tree on
 h0: --big-mib of incompressible data in 4 files plus --small files of 1-16 KiB. Each round:
 - raw: on h0 itself, `tar -cf - . | ssh h1 'tar -xf - -C ~/raw'` (OpenSSH's default cipher,
   no verification): the host's own pipeline, the figure a direct copy is held to;
 - direct: the real CLI as a process, `gpudash run copy h1 --yes` (start-up, both jobs, the
-  transfer over `streams` streams, the sha256 of every file on both hosts, the rename);
+  transfer over --streams streams, the sha256 of every file on both hosts, the rename);
 - raw + sha256: raw, plus `sha256sum` of every file of both trees, both hosts at once (what
   a proof costs on top of the pipeline: the fair baseline of a verified copy);
 - hash only: that hashing alone (the floor of a resume, which moves no bytes), with
