@@ -187,22 +187,27 @@ class EngineRun:
 
     # --- the loop ------------------------------------------------------------------------
     def start_and_watch(self) -> Verdict:
+        # A TERM (gpudash stop / cancel) or ^C from the engine's launch on is a stop: one that
+        # came between the launch and the watch escaped as a traceback and left the engine's
+        # group running (1 run in ~330 of tests/ssh/test_serve_supervisor.py, 2026-12-06).
+        climb: ladder.Ladder | None = None
         try:
-            self.launch()
-        except OSError as exc:
-            line = f"{self.argv[0]}: {exc.strerror}"
-            why = f"cannot start the engine: {line}"
-            return Verdict(failure=_failure("serve.exited", line, why, _INSTALL))
-        self.enter("launch")
-        climb = ladder.Ladder(self.port, self._model_field(), self.name)
-        climb.start()
-        try:
+            try:
+                self.launch()
+            except OSError as exc:
+                line = f"{self.argv[0]}: {exc.strerror}"
+                why = f"cannot start the engine: {line}"
+                return Verdict(failure=_failure("serve.exited", line, why, _INSTALL))
+            self.enter("launch")
+            climb = ladder.Ladder(self.port, self._model_field(), self.name)
+            climb.start()
             return self._watch(climb)
-        except KeyboardInterrupt:  # SIGTERM (gpudash stop / cancel) or ^C
+        except KeyboardInterrupt:
             stopped = _failure("serve.exited", "", "stopped before it was ready", "")
             return Verdict(failure=stopped, state="stopped")
         finally:
-            climb.stop.set()
+            if climb is not None:
+                climb.stop.set()
 
     def _model_field(self) -> str:
         """What a chat request names: the served name (transformers: the model as given)."""
