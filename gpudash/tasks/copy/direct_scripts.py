@@ -362,11 +362,19 @@ stamps() {
 }
 # The links and the directories' modes go last, by `seal` (links first, then the modes,
 # deepest first): the receiving end makes no link while data lands (`recv_script`).
-sealing() {
+seal_lines() {
     awk -F '\t' -v OFS='\t' '$2 == "l" { print "l", "-", $4, $5 }' "$W/send" > "$W/seal"
     awk -F '\t' -v OFS='\t' '$2 == "d" { print "d", $3, $4 }' "$W/send" | LC_ALL=C sort -t "$TAB" -k3,3r >> "$W/seal"
+}
+sealing() {
+    seal_lines
     [ -s "$W/seal" ] || return 0
     remote 600 seal < "$W/seal" 2> "$W/err" || fail "links and directory modes: $(said "$W/err")"
+}
+# After the data: seal, then the destination's manifest of its copy, in one session.
+seal_and_prepare() {
+    seal_lines
+    if [ -s "$W/seal" ]; then remote 0 seal prepare < "$W/seal"; else remote 0 prepare < /dev/null; fi
 }
 if [ "$base" != none ]; then
     echo "the destination has a $base copy: hashing here to compare (size + sha256)"
@@ -545,13 +553,12 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     remote 60 abort </dev/null >/dev/null 2>&1
     fail "sending failed: $why; the partial copy is removed"
 fi
-[ -n "$GPUDASH_SEND_ONLY" ] || sealing
 t1=$(date +%s)
 el=$((t1 - t0)); [ $el -gt 0 ] || el=1
 printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"
 [ -z "$GPUDASH_SEND_ONLY" ] || exit 0
 echo "verifying: sha256, mode and link target of every entry, on both hosts"
-remote 0 prepare </dev/null 2> "$W/err.prep" &
+seal_and_prepare 2> "$W/err.prep" &
 PREP=$!
 if [ -n "$SRCM" ]; then
     wait "$SRCM" || fail "cannot hash $GPUDASH_PATH: $(tail -n 1 "$W/srcm.err")"
@@ -559,7 +566,7 @@ if [ -n "$SRCM" ]; then
 elif [ ! -s "$W/src.m" ]; then
     src_manifest || fail "cannot hash $GPUDASH_PATH"
 fi
-wait "$PREP" || fail "the destination could not hash its copy: $(said "$W/err.prep")"
+wait "$PREP" || fail "the destination could not seal (links, directory modes) or hash its copy: $(said "$W/err.prep")"
 verified
 exit 0
 """

@@ -288,6 +288,8 @@ seal)
             | LC_ALL=C sort > "$J/m.dst.new" && mv "$J/m.dst.new" "$J/m.dst"
     fi
     rm -f "$J/sealed.m"
+    # `seal prepare`: the manifest of the sealed copy next, in this same session
+    if [ "$2" = prepare ]; then manifest "$S" "$J/m.dst" || exit 4; fi
     ;;
 landed)
     reader
