@@ -281,15 +281,17 @@ seal)
         # what the copy's manifest says of it now (`manifest`: PATH TYPE MODE SIZE SHA LINK)
         if [ "$t" = l ]; then printf '%s\tl\t777\t0\t-\t%s\n' "$p" "$target"; else printf '%s\td\t%s\t0\t-\t\n' "$p" "$mode"; fi >> "$J/sealed.m"
     done
-    # A manifest taken before (every file was there: no data since) is brought up to date
+    # `seal prepare`: the manifest of the sealed copy next, in this same session. Else a
+    # manifest taken before (every file was there: no data since) is brought up to date
     # with what was made, so the verification needs no second pass over the tree.
-    if [ -f "$J/m.dst" ] && [ -f "$J/sealed.m" ]; then
+    if [ "$2" = prepare ]; then
+        rm -f "$J/sealed.m"
+        manifest "$S" "$J/m.dst" || exit 4
+    elif [ -f "$J/m.dst" ] && [ -f "$J/sealed.m" ]; then
         awk -F '\t' 'FNR == NR { made[$1] = 1; print; next } !($1 in made)' "$J/sealed.m" "$J/m.dst" \
             | LC_ALL=C sort > "$J/m.dst.new" && mv "$J/m.dst.new" "$J/m.dst"
     fi
     rm -f "$J/sealed.m"
-    # `seal prepare`: the manifest of the sealed copy next, in this same session
-    if [ "$2" = prepare ]; then manifest "$S" "$J/m.dst" || exit 4; fi
     ;;
 landed)
     reader
