@@ -99,6 +99,8 @@ class DirectCopy:
         prepared: Prepared,
         params: CopyParams,
         cancel: asyncio.Event,
+        *,
+        task: str | None = None,
     ) -> None:
         self.host = host
         self.dest = dest
@@ -106,8 +108,11 @@ class DirectCopy:
         self.prepared = prepared
         self.p = params
         self.cancel = cancel
-        self.name = prepared.spec.name
-        self.src_job = source_job(self.name, host)
+        self.job = prepared.spec.name
+        """The destination job's name (the spec's), which also names the local log."""
+        self.task = task or self.job
+        """The task its events are of (a cache's copy is told as the main copy's task)."""
+        self.src_job = source_job(self.job, host)
         # the private key's copies on the source that gpudash removes once this copy ended;
         # a fan-out member names only its own (`dN/files/id`): the others are still in use
         self.src_keys: tuple[str, ...] = ("files/id",)
@@ -159,13 +164,13 @@ class DirectCopy:
         until = time.monotonic() + READY_TIMEOUT_S
         data = b""
         while time.monotonic() < until:
-            data = await jobs.fetch(self.dest, self.name, 0)
+            data = await jobs.fetch(self.dest, self.job, 0)
             match = re.search(rb"^gpudash-copy ready (\S+)$", data, re.M)
             if match:
                 return match[1].decode(errors="replace"), data
-            status = await jobs.status(self.dest, self.name)
+            status = await jobs.status(self.dest, self.job)
             if status.done:
-                return None, await jobs.fetch(self.dest, self.name, 0)
+                return None, await jobs.fetch(self.dest, self.job, 0)
             await asyncio.sleep(0.2)
         return None, data
 
@@ -187,7 +192,7 @@ class DirectCopy:
     async def events(self) -> AsyncIterator[ev.TaskEvent]:
         """TaskStarted, the source job's log, exactly one end event (after TaskQueued and the
         check, which `run_copy` said)."""
-        host, name = self.host, self.name
+        host, name = self.host, self.task
         dest_host = getattr(self.dest, "host", None)
         try:
             if dest_host is None or not hasattr(self.dest, "_link"):
@@ -202,7 +207,7 @@ class DirectCopy:
             dest_script, recv = self.dest_scripts(run, public, from_addr)
             timeout = self.prepared.spec.timeout
             files = {"recv.sh": recv}
-            dest_launch = jobs.Launch(name, dest_script, run, files=files, timeout=timeout)
+            dest_launch = jobs.Launch(self.job, dest_script, run, files=files, timeout=timeout)
             launched = await jobs.launch(self.dest, dest_launch)
             if launched.busy:
                 async for event in self._follow(None, attached=True):
@@ -237,8 +242,8 @@ class DirectCopy:
     async def _follow(
         self, src_run: str | None, *, attached: bool, run: str | None = None
     ) -> AsyncIterator[ev.TaskEvent]:
-        host, name = self.host, self.name
-        log = TaskLog(host, name)
+        host, name = self.host, self.task
+        log = TaskLog(host, self.job)
         follower = JobFollower(
             host,
             self.src_job,
@@ -290,13 +295,13 @@ class DirectCopy:
         (`_after`), each written to `log` and said as output."""
         async for line in self._after(run):
             log.write([line])
-            yield ev.TaskOutput(self.host, self.name, (line,), "", offset)
+            yield ev.TaskOutput(self.host, self.task, (line,), "", offset)
 
     async def _cancel_dest(self) -> None:
         """A cancel stops the destination job too (its TERM trap removes key and partial)."""
         await self.cancel.wait()
         with contextlib.suppress(TransportError):
-            await jobs.cancel(self.dest, self.name)
+            await jobs.cancel(self.dest, self.job)
 
     async def _after(self, run: str | None) -> AsyncIterator[str]:
         """Once the source job ended: the destination job's own last word (it ends within
@@ -306,18 +311,18 @@ class DirectCopy:
         status = None
         with contextlib.suppress(TransportError):
             while time.monotonic() < until:
-                status = await jobs.status(self.dest, self.name)
+                status = await jobs.status(self.dest, self.job)
                 if status.done:
                     break
                 await asyncio.sleep(DEST_END_POLL_S)
-            data = await jobs.fetch(self.dest, self.name, 0)
+            data = await jobs.fetch(self.dest, self.job, 0)
             lines = data.decode(errors="replace").splitlines()
             for line in lines[-3:]:
                 if not line.startswith("gpudash-copy ready"):
                     yield f"{self.host} (destination): {line}"
         if run is None:
             return
-        sweep = render.exports({"GPUDASH_RUN": run, "GPUDASH_TASK": self.name}) + ds.DEST_SWEEP
+        sweep = render.exports({"GPUDASH_RUN": run, "GPUDASH_TASK": self.job}) + ds.DEST_SWEEP
         keys = " ".join(f'"$J/{key}"' for key in self.src_keys)
         gone = render.exports({"GPUDASH_TASK": self.src_job}) + (
             f'J="${{GPUDASH_JOBS:-$HOME/.cache/gpudash/jobs}}/$GPUDASH_TASK"\nrm -f {keys}\n'

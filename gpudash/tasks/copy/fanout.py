@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import re
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -98,7 +97,7 @@ class CopyGroup:
 async def member_events(group: CopyGroup, copy: DirectCopy) -> AsyncIterator[ev.TaskEvent]:
     """One destination of a fan-out: joins the group, then follows the one source job (or,
     the only one to join, runs as a plain direct copy)."""
-    host, name = copy.host, copy.name
+    host, name = copy.host, copy.task
     member = await group.join(copy)
     if member.solo:
         async for event in copy.events():
@@ -133,7 +132,7 @@ async def _ready(copy: DirectCopy, run: str, public: str, froms: str, files: dic
     """One destination job launched and its key in place (`label` set by the caller)."""
     dest_script, recv = copy.dest_scripts(run, public, froms)
     launch_ = jobs.Launch(
-        copy.name,
+        copy.job,
         dest_script,
         run,
         files={"recv.sh": recv, **files},
@@ -154,7 +153,7 @@ async def launch(copies: list[DirectCopy]) -> dict[str, Member]:
         return {copies[0].host: Member(solo=True)}
 
     first = copies[0]
-    source, p, name = first.source, first.p, first.name
+    source, p, name = first.source, first.p, first.job
     src_job = source_job(name, "fanout")
     out: dict[str, Member] = {}
     try:
@@ -277,13 +276,13 @@ def _shown_line(line: str, label: str, names: dict[str, str]) -> tuple[str | Non
 
 async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.TaskEvent]:
     """The fan-out job's log as this destination's events; the end is its own verdict."""
-    host, name = copy.host, copy.name
+    host, name = copy.host, copy.task
     # its `_after` removes this destination's copy of the key on the source, only that one:
     # the other destinations' runs may still be sending (the fan-out job removes its own)
     copy.src_job = member.src_job
     copy.src_keys = (f"{member.label}/files/id",) if _LABEL.match(member.label) else ()
     names = dict(member.names)
-    log = TaskLog(host, name)
+    log = TaskLog(host, copy.job)
     follower = JobFollower(
         host,
         member.src_job,
@@ -314,7 +313,8 @@ async def follow_member(copy: DirectCopy, member: Member) -> AsyncIterator[ev.Ta
                         if shown is not None:
                             lines.append(shown)
                     partial, _ = _shown_line(event.partial, member.label, names)
-                    event = dataclasses.replace(event, lines=tuple(lines), partial=partial or "")
+                    # this destination's lines only (the follower already tells them as its task)
+                    event = ev.TaskOutput(host, name, tuple(lines), partial or "", event.offset)
                 yield event
                 if rc is not None:
                     break

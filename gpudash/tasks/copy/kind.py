@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
@@ -111,15 +110,21 @@ async def transfer(
     params: CopyParams,
     cancel: asyncio.Event,
     group: CopyGroup | None = None,
+    *,
+    task: str | None = None,
 ) -> AsyncIterator[ev.TaskEvent]:
     """One copy, source -> `host`, after the checks: TaskStarted, its log, one end event (a
-    direct copy may end before it starts: blocked, or its destination job refused)."""
+    direct copy may end before it starts: blocked, or its destination job refused).
+
+    The events are of `task` (default: the spec's name, which also names the copy's jobs and
+    its local log): a cache's copy runs its own jobs, told as the main copy's task."""
     spec = prepared.spec
-    name = spec.name
+    job = spec.name
+    name = task or job
     if params.via == "direct":
         from gpudash.tasks.copy.direct import DirectCopy
 
-        direct = DirectCopy(host, transport, source, prepared, params, cancel)
+        direct = DirectCopy(host, transport, source, prepared, params, cancel, task=name)
         stream = direct.events()
         if group is not None:
             from gpudash.tasks.copy import fanout
@@ -130,7 +135,7 @@ async def transfer(
         return
 
     run_id = new_run_id()
-    log = TaskLog(host, name)
+    log = TaskLog(host, job)
     started = time.monotonic()
     yield ev.TaskStarted(host, name, run_id, False, str(log.path), time.time())
     assembler = LineAssembler(Masker(prepared.secrets.values()))
@@ -241,8 +246,7 @@ async def with_caches(
             return
         yield said(f"cache {cache}: {params.source}:{path} -> {to}")
         one, copy = caches.prepared_for(prepared, cache, path, to, params)
-        async for event in transfer(host, transport, source, one, copy, cancel):
-            event = dataclasses.replace(event, task=name)  # the cache job's events, as this task
+        async for event in transfer(host, transport, source, one, copy, cancel, task=name):
             if isinstance(event, ev.TaskStarted):
                 yield said(f"cache {cache}: started (run {event.run}; local log {event.log_path})")
             elif isinstance(event, (ev.TaskCancelled, ev.TaskLost, ev.TaskDetached)):
