@@ -10,7 +10,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from gpudash.probe.parts import Part
 
@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # a name only: a probe that shows no findings imports no chec
 
 NOT_SAVED = "not in this saved probe (saved before gpudash probed it)"
 """A replayed section the saved probe does not hold: said on the section, not a finding."""
+
+D = TypeVar("D")
 
 
 class HostState(str, enum.Enum):
@@ -35,7 +37,7 @@ class SectionResult:
     a missing tool is not an error but part of `data`."""
 
     name: str
-    data: Any
+    data: object
     error: str | None
     parts: Mapping[str, Part]
     elapsed_s: float
@@ -67,9 +69,19 @@ class HostResult:
     def done(self) -> int:
         return len(self.sections)
 
-    def data(self, section: str) -> Any:
+    @overload
+    def data(self, section: str) -> object: ...
+    @overload
+    def data(self, section: str, kind: type[D]) -> D | None: ...
+    def data(self, section: str, kind: type[D] | None = None) -> object:
+        """The named section's parsed data, None when it has none; with `kind`, also None
+        when the data is not of that type (a replay saved by another gpudash version), so
+        the caller reads typed attributes, not `Any`."""
         result = self.sections.get(section)
-        return result.data if result else None
+        data = result.data if result else None
+        if kind is not None and not isinstance(data, kind):
+            return None
+        return data
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -13,9 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gpudash.checks.stack import driver_path
+from gpudash.probe.sections.env import Env, Venv
+from gpudash.probe.sections.gpus import Gpus
+from gpudash.probe.sections.health import Health
+from gpudash.probe.sections.models import Models
+from gpudash.probe.sections.network import Network
 from gpudash.serve.command import default_name
 from gpudash.text import clean_line
 from gpudash.versions import parse_version
@@ -54,7 +59,7 @@ def is_hub_id(model: str) -> bool:
 
 def plan(
     result: HostResult | None,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     *,
     token_here: bool = False,
     gpus_seen: int | None = None,
@@ -65,15 +70,13 @@ def plan(
     no gpus section (facts given without the whole probe result)."""
     engine = str(params.get("engine", "sglang"))
     model = str(params.get("model", ""))
-    gpus = result.data("gpus") if result is not None else None
-    if gpus is not None:
-        seen = len(gpus.gpus) if getattr(gpus, "source", "none") != "none" else 0
-    else:
-        seen = gpus_seen or 0
+    gpus = result.data("gpus", Gpus) if result is not None else None
+    listed = gpus is not None and gpus.source != "none"
+    seen = (len(gpus.gpus) if listed else 0) if gpus is not None else gpus_seen or 0
     notes: list[str] = []
     out: list[Refusal] = []
     tp_param = params.get("tp", "auto")
-    tp = (seen or 1) if tp_param == "auto" else int(tp_param)
+    tp = (seen or 1) if tp_param == "auto" else int(str(tp_param))
     if tp_param == "auto":
         notes.append(f"tp = {tp} ({'the GPUs the probe sees' if seen else 'no GPU seen'})")
     device = str(params.get("device", "auto"))
@@ -89,7 +92,7 @@ def plan(
             Refusal(
                 "serve.arch",
                 f"{engine} needs an NVIDIA GPU",
-                f"the probe found none: {getattr(gpus, 'missing', None) or 'no GPU listed'}",
+                f"the probe found none: {gpus.missing or 'no GPU listed'}",
                 'serve on a GPU host, or set engine = "transformers"',
             )
         )
@@ -101,16 +104,16 @@ def plan(
         out.extend(_gpu_busy(gpus))
         out.extend(_driver(result, gpus, str(params.get("venv", ""))))
     if on_gpu and result is not None:
-        out.extend(_fabric(result.data("health")))
+        out.extend(_fabric(result.data("health", Health)))
     out.extend(_model(result, model, token_here, notes))
     return Plan(tp, device, name, tuple(out), tuple(notes))
 
 
-def _gpu_busy(gpus: Any) -> list[Refusal]:
+def _gpu_busy(gpus: Gpus) -> list[Refusal]:
     """Other processes holding GPU memory: orphans of an earlier server are the usual cause
     (https://github.com/sgl-project/sglang/issues/23627), and the engine's memory sizing
     then fails or over-commits."""
-    held = [p for p in getattr(gpus, "processes", ()) if (p.memory_mib or 0) > 0]
+    held = [p for p in gpus.processes if (p.memory_mib or 0) > 0]
     if not held:
         return []
     shown = ", ".join(
@@ -128,16 +131,16 @@ def _gpu_busy(gpus: Any) -> list[Refusal]:
     ]
 
 
-def _venv_of(env: Any, venv: str) -> Any:
+def _venv_of(env: Env | None, venv: str) -> Venv | None:
     """The probe's entry for the task's venv (`~/x` matches the path the host expanded)."""
-    for v in getattr(env, "venvs", ()):
+    for v in env.venvs if env is not None else ():
         if v.path == venv or (venv.startswith("~/") and v.path.endswith(venv[1:])):
             return v
     return None
 
 
-def _driver(result: HostResult | None, gpus: Any, venv: str) -> list[Refusal]:
-    found = _venv_of(result.data("env") if result is not None else None, venv)
+def _driver(result: HostResult | None, gpus: Gpus, venv: str) -> list[Refusal]:
+    found = _venv_of(result.data("env", Env) if result is not None else None, venv)
     if found is None or not found.torch_cuda:
         return []
     version = parse_version(found.torch_cuda)
@@ -158,8 +161,8 @@ def _driver(result: HostResult | None, gpus: Any, venv: str) -> list[Refusal]:
     ]
 
 
-def _fabric(health: Any) -> list[Refusal]:
-    fm = getattr(health, "fabric_manager", None)
+def _fabric(health: Health | None) -> list[Refusal]:
+    fm = health.fabric_manager if health is not None else None
     if fm is None or fm.active in (None, "active"):
         return []  # no NVSwitch on the bus, unknown, or running
     return [
@@ -174,7 +177,7 @@ def _fabric(health: Any) -> list[Refusal]:
 
 def _model(result: HostResult | None, model: str, token: bool, notes: list[str]) -> list[Refusal]:
     if is_hub_id(model):
-        network = result.data("network") if result is not None else None
+        network = result.data("network", Network) if result is not None else None
         if token or (network is not None and network.hf_token):
             return []
         if network is None:
@@ -189,8 +192,8 @@ def _model(result: HostResult | None, model: str, token: bool, notes: list[str])
                 " downloaded with the model task",
             )
         ]
-    models = result.data("models") if result is not None else None
-    for folder in getattr(models, "dirs", ()):
+    models = result.data("models", Models) if result is not None else None
+    for folder in models.dirs if models is not None else ():
         for m in folder.models:
             if m.path == model or (model.startswith("~/") and m.path.endswith(model[1:])):
                 if m.complete:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpudash.model import HostResult
+    from gpudash.probe.sections.network import Network
 
 
 class PrepareError(ValueError):
@@ -42,27 +43,31 @@ class Facts:
     @classmethod
     def from_result(cls, result: HostResult | None) -> Facts:
         """From a `gpudash.model.HostResult` (its `gpus` and `network` sections), or unknown."""
-        sites = _sites(result.data("network")) if result is not None else ()
-        gpus = result.data("gpus") if result is not None else None
+        from gpudash.probe.sections.gpus import Gpus
+        from gpudash.probe.sections.network import Network
+
+        network = result.data("network", Network) if result is not None else None
+        sites = _sites(network) if network is not None else ()
+        gpus = result.data("gpus", Gpus) if result is not None else None
         if gpus is None:
             return cls(sites=sites, result=result)
-        listed = tuple(getattr(gpus, "gpus", ()))
+        listed = gpus.gpus
         ccs = tuple(g.cc or None for g in listed)
         return cls(
-            getattr(gpus, "cuda_version", None),
+            gpus.cuda_version,
             ccs,
             known=True,
-            driver_version=getattr(gpus, "driver_version", None),
-            gpus=len(ccs) if getattr(gpus, "source", "none") != "none" else None,
+            driver_version=gpus.driver_version,
+            gpus=len(ccs) if gpus.source != "none" else None,
             sites=sites,
-            broken=tuple(i for i, g in enumerate(listed) if getattr(g, "error", False)),
+            broken=tuple(i for i, g in enumerate(listed) if g.error),
             result=result,
         )
 
 
-def _sites(network: object) -> tuple[tuple[str, bool, str], ...]:
+def _sites(network: Network) -> tuple[tuple[str, bool, str], ...]:
     out = []
-    for t in getattr(network, "targets", ()):
+    for t in network.targets:
         if not t.host or t.dns_ok is None:
             continue  # an IP literal (a test's 127.0.0.1): nothing about the internet
         why = "name resolution failed" if t.dns_ok is False else (t.error or "no answer")

@@ -146,15 +146,16 @@ def short_gpu_name(name: str, tight: bool = False) -> str:
 def gpu_summary(result: HostResult, tight: bool = False) -> Text | None:
     """'8× H100 80GB HBM3' (`tight`: '8× H100'), or the reason there are none, once the gpus
     section is in."""
-    data = result.data("gpus")
+    from gpudash.probe.sections.gpus import Gpus
+
+    data = result.data("gpus", Gpus)
     if data is None:
         return None
-    if getattr(data, "no_smi", False):
+    if data.no_smi:
         return Text("no nvidia-smi", style="dim")  # the row's room; the panel says more
-    missing = getattr(data, "missing", None)
-    if missing:
-        return remote(missing, style="dim")
-    gpus = getattr(data, "gpus", ())
+    if data.missing:
+        return remote(data.missing, style="dim")
+    gpus = data.gpus
     if not gpus:
         return Text("no GPUs", style="dim")
     groups: dict[str, int] = {}

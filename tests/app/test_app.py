@@ -144,6 +144,23 @@ async def test_an_unreachable_host_shows_its_one_line_reason_and_no_panel_data()
         assert "no data: the host did not answer" in text
 
 
+async def test_section_data_of_another_shape_is_one_line_in_its_panel_not_a_crash() -> None:
+    """A replay saved by a gpudash whose section had another shape: the panel says it cannot
+    draw it, the other panels and keys go on."""
+    from gpudash.model import SectionDone, SectionResult
+
+    app = create_app(replay_config("h200-1x"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, settled(app))
+        odd = SectionResult("toolkit", {"nvcc": "12.8"}, None, {}, 0.1)
+        app.post_message(ProbeEvent(SectionDone("h200-1x", odd)))
+        await until(pilot, lambda: app.results["h200-1x"].sections["toolkit"] is odd)
+        await pilot.pause()
+        text = static_text(app.query_one("#panel-toolkit .panel-text", Static))
+        assert text == "cannot draw toolkit: dict, not Toolkit"
+        assert "H200" in screen_text(app)  # the others drew as before
+
+
 async def test_a_section_that_failed_shows_an_error_line() -> None:
     import dataclasses
 

@@ -48,6 +48,21 @@ def test_every_registered_section_has_a_parser_a_summary_line_and_a_panel(name: 
         assert name == panel.SECTION and panel in PANELS
 
 
+@pytest.mark.parametrize("name", [n for n in SECTION_NAMES if n != "system"])
+def test_every_panel_is_typed_with_what_its_sections_parse_returns(name: str) -> None:
+    """`Panel[T]` is what mypy checks each `body` against: T must be the type the section's
+    `parse` returns (and what it returns at run time), or the check proves nothing."""
+    import typing
+
+    from gpudash.ui.panels import panel_for
+
+    module = importlib.import_module(f"gpudash.probe.sections.{name}")
+    returned = typing.get_type_hints(module.parse)["return"]
+    panel = panel_for(name)
+    assert panel.DATA is returned, (panel.__name__, panel.DATA, returned)
+    assert isinstance(section(name).parse({}), panel.DATA)
+
+
 @pytest.mark.parametrize("name", SECTION_NAMES)
 def test_every_registered_section_renders_its_own_part_of_the_report(name: str) -> None:
     sec = section(name)

@@ -5,11 +5,16 @@ replaced on every event), so other hosts' and other sections' events never touch
 not even then when the new result draws the same (another host with the same facts). A panel
 that also draws from other sections names them in `ALSO` (the GPUs panel's health column):
 those count as its own for that test, and reach `render_section` through `self.also`.
+
+A panel is generic over its section's data (`class EnvPanel(Panel[Env])`), so mypy checks
+each `body` against the type the section's `parse` returns; `DATA` keeps that type at run
+time, `data_of` is the one place section data (an `object` in `SectionResult`) becomes it,
+and tests/unit/test_registry.py ties every panel's `DATA` to its section's `parse`.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar, cast, get_args, get_origin
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -21,6 +26,8 @@ from textual.widgets import Static
 from gpudash.model import HostResult, HostState, SectionResult
 from gpudash.ui.keys import moves
 from gpudash.ui.render import remote
+
+D = TypeVar("D")
 
 
 def _same(section: SectionResult | None, previous: object) -> bool:
@@ -42,7 +49,7 @@ def _same_also(also: tuple[SectionResult | None, ...], previous: tuple[object, .
     )
 
 
-class Panel(ScrollableContainer, can_focus=True):
+class Panel(ScrollableContainer, Generic[D], can_focus=True):
     """A focusable, maximisable box for one section.
 
     Its first child, `.panel-text`, draws the placeholder, or the section's error line and
@@ -60,6 +67,9 @@ class Panel(ScrollableContainer, can_focus=True):
     ALSO: ClassVar[tuple[str, ...]] = ()
     """Other sections the panel draws from; it redraws when one of them changes too."""
     TITLE: ClassVar[str] = ""
+    DATA: ClassVar[type | None] = None
+    """The section's data type, from the class's `Panel[T]` base (None: draws no section's
+    data, as the findings panel)."""
     COMPONENT_CLASSES: ClassVar[set[str]] = {"panel--error", "panel--muted"}
     DEFAULT_CSS = """
     Panel {
@@ -80,6 +90,12 @@ class Panel(ScrollableContainer, can_focus=True):
     Panel > .panel--error { color: $error; }
     Panel > .panel--muted { color: $text-muted; }
     """
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if get_origin(base) is Panel and isinstance(arg := get_args(base)[0], type):
+                cls.DATA = arg
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(id=kw.pop("id", f"panel-{self.SECTION}"), **kw)
@@ -147,6 +163,12 @@ class Panel(ScrollableContainer, can_focus=True):
             self.text.update(self._error or "")
             self.text.set_class(False, "-muted")
             return
+        wrong = self._wrong_type(section.data)
+        if wrong:
+            self.set_body_visible(False)
+            self.text.update(Text(wrong, style="red"))
+            self.text.set_class(False, "-muted")
+            return
         self.set_body_visible(True)
         self.render_section(section)
 
@@ -158,11 +180,25 @@ class Panel(ScrollableContainer, can_focus=True):
         else:
             self.status(f"waiting for {self.SECTION}…")
 
+    def _wrong_type(self, data: object) -> str | None:
+        """Why `data` cannot be drawn here (not the panel's type: a replay saved by a gpudash
+        whose section had another shape), or None."""
+        if self.DATA is None or isinstance(data, self.DATA):
+            return None
+        return f"cannot draw {self.SECTION}: {type(data).__name__}, not {self.DATA.__name__}"
+
+    def data_of(self, section: SectionResult) -> D:
+        """`section.data` as the panel's type: the one cast from `object`, made safe by the
+        check in `show` before any `render_section` runs."""
+        if wrong := self._wrong_type(section.data):
+            raise TypeError(wrong)
+        return cast(D, section.data)
+
     def render_section(self, section: SectionResult) -> None:
         """Draw `section.data` (never None here). Default: `body`, as the panel's text."""
-        self.draw(self.body(section.data))
+        self.draw(self.body(self.data_of(section)))
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: D) -> RenderableType:
         from gpudash.ui.panels.generic import generic
 
         return generic(data)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from gpudash.probe.sections.env import Env, Python, Venv
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
 from gpudash.ui.widgets.grid import Column, Grid
@@ -17,7 +16,7 @@ STACK = ("torch", "sglang", "vllm", "flashinfer-python", "transformers")
 LABELS = {"flashinfer-python": "flashinfer"}
 
 
-def _package(venv: Any, name: str) -> str | None:
+def _package(venv: Venv, name: str) -> str | None:
     packages = venv.packages
     if name in packages:
         return packages[name]
@@ -25,7 +24,7 @@ def _package(venv: Any, name: str) -> str | None:
     return packages.get(alt)
 
 
-def pythons_grid(pythons: tuple[Any, ...]) -> Grid | Text:
+def pythons_grid(pythons: tuple[Python, ...]) -> Grid | Text:
     """A line per version, with the interpreters that report it in PATH order ("?" last:
     those whose `--version` failed). A pyenv shims directory alone is a dozen pythons,
     most of them one interpreter or none: a line each, or one long list, read as noise."""
@@ -56,7 +55,7 @@ def _paths(paths: list[str]) -> Text:
     return out
 
 
-def tools_line(data: Any) -> Text:
+def tools_line(data: Env) -> Text:
     """pip, uv and conda on one line (the pythons have `pythons_grid`)."""
     bits: list[Text | str] = []
     pips = sorted({p.version for p in data.pip})
@@ -70,7 +69,7 @@ def tools_line(data: Any) -> Text:
     return join(*bits)
 
 
-def venv_table(venvs: tuple[Any, ...]) -> Grid:
+def venv_table(venvs: tuple[Venv, ...]) -> Grid:
     table = Grid(
         Column(Text("venv", style="bold"), give="ellipsis", min_width=8),
         Column(Text("py", style="bold")),
@@ -88,11 +87,11 @@ def venv_table(venvs: tuple[Any, ...]) -> Grid:
     return table
 
 
-class EnvPanel(Panel):
+class EnvPanel(Panel[Env]):
     SECTION = "env"
     TITLE = "Env"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: Env) -> RenderableType:
         parts: list[RenderableType] = [pythons_grid(data.pythons), tools_line(data)]
         active = [
             Text.assemble(label, remote(value))

@@ -146,7 +146,7 @@ def fixable(findings: Sequence[Any]) -> list[int]:
     return [i for i, f in enumerate(findings) if f.fix_task]
 
 
-class FindingsPanel(Panel):
+class FindingsPanel(Panel[object]):
     @dataclass
     class FixRequested(Message):
         """`F` on a fixable finding: its task, with the finding's parameters, on its host."""

@@ -15,7 +15,7 @@ update of one widget, so nothing flickers and the panel keeps its scroll positio
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -23,7 +23,9 @@ from rich.text import Text
 from gpudash.checks.facts import xid as xid_facts
 from gpudash.model import SectionResult
 from gpudash.probe.kernel_log import bus_key
-from gpudash.probe.smiq import SLOWDOWN_REASONS
+from gpudash.probe.sections.gpus import Gpu, Gpus
+from gpudash.probe.sections.health import Health
+from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth
 from gpudash.ui.host_state import short_gpu_name
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
@@ -62,7 +64,7 @@ def _gib(mib: int | None) -> float | None:
     return None if mib is None else mib / 1024
 
 
-def _health_of(gpu: Any, health: Any, position: int) -> Any:
+def _health_of(gpu: Gpu, health: Health, position: int) -> GpuHealth | None:
     """The health section's row for `gpu`: by PCI bus id, or by position when the GPU list
     has no bus ids and both lists are as long (nvidia-smi lists both in index order)."""
     key = bus_key(gpu.bus_id)
@@ -71,7 +73,7 @@ def _health_of(gpu: Any, health: Any, position: int) -> Any:
     return health.gpus[position] if position < len(health.gpus) else None
 
 
-def problems(gpu: Any, health: Any, position: int = 0) -> list[tuple[str, str]]:
+def problems(gpu: Gpu, health: Health, position: int = 0) -> list[tuple[str, str]]:
     """What the health section read wrong for `gpu`, as (words, "fail"/"warn"/"info"), worst
     first; the severities are the health checks' (gpudash/checks/health.py)."""
     key = bus_key(gpu.bus_id)
@@ -94,7 +96,7 @@ def problems(gpu: Any, health: Any, position: int = 0) -> list[tuple[str, str]]:
     return sorted(found, key=lambda p: _RANK.index(p[1]))
 
 
-def _gpu_problems(g: Any) -> list[tuple[str, str]]:
+def _gpu_problems(g: GpuHealth) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if g.remap_failure:
         found.append(("remap FAILED", "fail"))
@@ -117,7 +119,7 @@ def _gpu_problems(g: Any) -> list[tuple[str, str]]:
     return found
 
 
-def health_cell(gpu: Any, health: Any, position: int = 0) -> Text:
+def health_cell(gpu: Gpu, health: Health | None, position: int = 0) -> Text:
     """The GPU's health in a word or two (see the module docstring); `health` is the health
     section's data, None while it has not arrived."""
     if health is None or health.missing:
@@ -133,7 +135,7 @@ def health_cell(gpu: Any, health: Any, position: int = 0) -> Text:
     return Text("ok") if _health_of(gpu, health, position) is not None else dim(NA)
 
 
-def cells(gpu: Any, with_arch: bool = True) -> dict[str, Text]:
+def cells(gpu: Gpu, with_arch: bool = True) -> dict[str, Text]:
     """The row for one `Gpu`, column key -> cell (the arch moves to the head line when all
     GPUs share it, which keeps an 8-GPU table inside 100 columns)."""
     bad = "bold red" if gpu.error else ""
@@ -184,7 +186,7 @@ that the columns right of it stay in view; the health cell wraps under itself, n
 words are 7 cells at most, the room an 8-GPU table leaves it at 80x24, so none is split)."""
 
 
-def table(gpus: tuple[Any, ...], with_arch: bool, health: Any = None) -> Grid:
+def table(gpus: tuple[Gpu, ...], with_arch: bool, health: Health | None = None) -> Grid:
     """The GPU rows under a bold header; `health`: the health section's data, if any."""
     grid = Grid(
         *(
@@ -203,13 +205,13 @@ def table(gpus: tuple[Any, ...], with_arch: bool, health: Any = None) -> Grid:
     return grid
 
 
-class GpusPanel(Panel):
+class GpusPanel(Panel[Gpus]):
     SECTION = "gpus"
     ALSO = ("health",)  # the health column
     TITLE = "GPUs"
 
     def render_section(self, section: SectionResult) -> None:
-        data = section.data
+        data = self.data_of(section)
         if data.missing:
             self.draw(remote(data.missing, style="yellow"), muted=True)
             return
@@ -227,6 +229,9 @@ class GpusPanel(Panel):
         parts: list[RenderableType] = [head]
         if data.gpus:
             health = self.also.get("health")
-            parts.append(table(data.gpus, shared_arch is None, health and health.data))
+            found = health.data if health is not None else None
+            parts.append(
+                table(data.gpus, shared_arch is None, found if isinstance(found, Health) else None)
+            )
         parts.extend(remote(n, style="dim") for n in data.notes)
         self.draw(Group(*parts))

@@ -7,12 +7,12 @@ the probe read, so a finding can be checked against it at a glance.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from gpudash.probe.smiq import SLOWDOWN_REASONS
+from gpudash.probe.sections.health import Health
+from gpudash.probe.smiq import SLOWDOWN_REASONS, GpuHealth
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import NA, dim, join, remote
 from gpudash.ui.widgets.grid import Column, Grid
@@ -20,7 +20,7 @@ from gpudash.ui.widgets.grid import Column, Grid
 _BAD = "bold red"
 
 
-def _clocks(g: Any) -> Text:
+def _clocks(g: GpuHealth) -> Text:
     slow = [r for r in g.reasons if r in SLOWDOWN_REASONS]
     if slow:
         return Text(", ".join(slow), style=_BAD)
@@ -29,7 +29,7 @@ def _clocks(g: Any) -> Text:
     return Text(", ".join(g.reasons) or "full", style="dim" if g.reasons else "")
 
 
-def _pcie(g: Any) -> Text:
+def _pcie(g: GpuHealth) -> Text:
     if g.pcie_gen is None and g.pcie_width is None:
         return dim(NA)
     narrow = g.pcie_width is not None and g.pcie_width_max and g.pcie_width < g.pcie_width_max
@@ -38,7 +38,7 @@ def _pcie(g: Any) -> Text:
     return cell
 
 
-def _memory(g: Any) -> Text:
+def _memory(g: GpuHealth) -> Text:
     bits: list[tuple[str, str]] = []
     if g.remap_failure:
         bits.append(("remap FAILED", _BAD))
@@ -55,7 +55,7 @@ def _memory(g: Any) -> Text:
     return Text("ok")
 
 
-def gpu_rows(data: Any) -> Grid:
+def gpu_rows(data: Health) -> Grid:
     """One row per GPU nvidia-smi -q listed, in its order (the index order)."""
     xids: Counter[str | None] = Counter()
     for e in data.kernel.xids:  # one entry per (GPU, Xid) with its count: lines, not kinds
@@ -81,7 +81,7 @@ def gpu_rows(data: Any) -> Grid:
     return grid
 
 
-def host_line(data: Any) -> Text:
+def host_line(data: Health) -> Text:
     k = data.kernel
     if k.source is None:
         klog = Text.assemble(("kernel log unreadable", "yellow"))
@@ -112,11 +112,11 @@ def host_line(data: Any) -> Text:
     )
 
 
-class HealthPanel(Panel):
+class HealthPanel(Panel[Health]):
     SECTION = "health"
     TITLE = "Health"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: Health) -> RenderableType:
         parts: list[RenderableType] = []
         if data.missing:
             parts.append(remote(data.missing, style="yellow"))

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from gpudash.probe.sections.models import Model, Models
 from gpudash.summary import human_bytes
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
 from gpudash.ui.widgets.grid import Column, Grid
 
 
-def _state(model: Any) -> Text:
+def _state(model: Model) -> Text:
     if model.complete:
         return Text("complete", style="green")
     why = []
@@ -28,11 +27,11 @@ def _state(model: Any) -> Text:
     return Text("incomplete: " + (", ".join(why) or "?"), style="bold yellow")
 
 
-class ModelsPanel(Panel):
+class ModelsPanel(Panel[Models]):
     SECTION = "models"
     TITLE = "Models"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: Models) -> RenderableType:
         parts: list[RenderableType] = []
         table = Grid(
             Column(give="ellipsis", min_width=8),

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from gpudash.probe.sections.network import Network, Target
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
 from gpudash.ui.widgets.grid import Column, Grid
 
 
-def _dns(target: Any) -> Text:
+def _dns(target: Target) -> Text:
     if target.dns_ok is None:
         return dim("–")
     return Text("ok", style="green") if target.dns_ok else Text("failed", style="bold red")
 
 
-class NetworkPanel(Panel):
+class NetworkPanel(Panel[Network]):
     SECTION = "network"
     TITLE = "Network"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: Network) -> RenderableType:
         longest = max((len(t.url) for t in data.targets), default=6)
         table = Grid(
             Column(Text("target", style="bold"), give="ellipsis", min_width=min(40, longest)),

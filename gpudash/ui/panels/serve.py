@@ -10,8 +10,6 @@ nothing but width.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Group, RenderableType
 from rich.text import Text
 
@@ -111,11 +109,11 @@ def _engine(s: ServeState, host_now: float | None) -> list[RenderableType]:
     return parts
 
 
-class ServePanel(Panel):
+class ServePanel(Panel[Serve]):
     SECTION = "serve"
     TITLE = "Serve"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: Serve) -> RenderableType:
         if not isinstance(data, Serve) or not data.looked:
             return dim("the probe did not look for a served engine")
         if not data.states:

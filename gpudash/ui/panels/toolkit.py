@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import RenderableType
 from rich.text import Text
 
+from gpudash.probe.sections.toolkit import Lib, Toolkit
 from gpudash.ui.panels.base import Panel
 from gpudash.ui.render import dim, remote
 from gpudash.ui.widgets.grid import Column, Grid
@@ -16,7 +15,7 @@ def _grid() -> Grid:
     return Grid(Column(style="bold"), Column(give="wrap"), show_header=False)
 
 
-def _lib_line(libs: tuple[Any, ...]) -> Text:
+def _lib_line(libs: tuple[Lib, ...]) -> Text:
     if not libs:
         return dim("not found")
     out = Text()
@@ -29,11 +28,11 @@ def _lib_line(libs: tuple[Any, ...]) -> Text:
     return out
 
 
-class ToolkitPanel(Panel):
+class ToolkitPanel(Panel[Toolkit]):
     SECTION = "toolkit"
     TITLE = "Toolkit"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: Toolkit) -> RenderableType:
         table = _grid()
         if not data.nvcc:
             table.add_row("nvcc", dim("not found"))

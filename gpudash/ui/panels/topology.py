@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from gpudash.model import SectionResult
+from gpudash.probe.sections.topology import Topology
+from gpudash.probe.topo import Topology as TopoMatrix
 from gpudash.text import is_uint
 from gpudash.ui import keys
 from gpudash.ui.panels.base import Panel
@@ -33,11 +35,11 @@ def _short(label: str) -> str:
     return label
 
 
-def _token(matrix: Any, a: str, b: str) -> str:
+def _token(matrix: TopoMatrix, a: str, b: str) -> str:
     return matrix.link(a, b) or ""
 
 
-def _affinity(matrix: Any, gpu: str, attr: str) -> str | None:
+def _affinity(matrix: TopoMatrix, gpu: str, attr: str) -> str | None:
     value = getattr(matrix, attr, None)
     if isinstance(value, dict):
         v = value.get(gpu)
@@ -49,7 +51,7 @@ def _affinity(matrix: Any, gpu: str, attr: str) -> str | None:
     return None if v in (None, "", "N/A") else str(v)
 
 
-def nearest(matrix: Any, gpu: str) -> Text:
+def nearest(matrix: TopoMatrix, gpu: str) -> Text:
     """'N0,N3 PXB': the NICs closest to `gpu`, with their link class."""
     nics = matrix.nearest_nics(gpu)
     if not nics:
@@ -68,7 +70,7 @@ MAX_DRAWN = 32
 host's screen (bench/bench_hostile_keys.py found it). The rest is said in one line."""
 
 
-def matrix_table(matrix: Any, all_nics: bool) -> Grid:
+def matrix_table(matrix: TopoMatrix, all_nics: bool) -> Grid:
     gpus = list(matrix.gpus[:MAX_DRAWN])
     nics = list(matrix.nics[:MAX_DRAWN]) if all_nics else []
     compact = bool(matrix.nics) and not all_nics
@@ -85,7 +87,7 @@ def matrix_table(matrix: Any, all_nics: bool) -> Grid:
     return table
 
 
-def affinity_lines(matrix: Any) -> list[Text]:
+def affinity_lines(matrix: TopoMatrix) -> list[Text]:
     """'G0-G3  CPUs 0-55,112-167  NUMA 0': GPUs in a row that share an affinity, grouped
     (a column per GPU would not fit beside 8 GPUs and their NICs at 100 columns)."""
     groups: list[tuple[list[str], str | None, str | None]] = []
@@ -110,7 +112,7 @@ def affinity_lines(matrix: Any) -> list[Text]:
     return lines
 
 
-def nic_names(matrix: Any) -> Text | None:
+def nic_names(matrix: TopoMatrix) -> Text | None:
     names = matrix.nic_names
     if not names:
         return None
@@ -124,7 +126,7 @@ def nic_names(matrix: Any) -> Text | None:
     return out
 
 
-class TopologyPanel(Panel):
+class TopologyPanel(Panel[Topology]):
     SECTION = "topology"
     TITLE = "NVLink / topology"
     BINDINGS: ClassVar[list[BindingType]] = keys.bindings(keys.TOPOLOGY_KEYS)
@@ -144,9 +146,7 @@ class TopologyPanel(Panel):
         yield Static("", classes="topo-matrix")
         yield Static("", classes="topo-foot")
 
-    def _nic_binding(self) -> Any:
-        from textual.binding import Binding
-
+    def _nic_binding(self) -> Binding:
         return Binding(self.nic_key, "toggle_nics")
 
     def action_toggle_nics(self) -> None:
@@ -156,7 +156,7 @@ class TopologyPanel(Panel):
 
     def render_section(self, section: SectionResult) -> None:
         self._section = section
-        data = section.data
+        data = self.data_of(section)
         grid = self.query_one(".topo-matrix", Static)
         foot = self.query_one(".topo-foot", Static)
         if data.missing:
@@ -166,17 +166,17 @@ class TopologyPanel(Panel):
         line = Text(data.summary, style="bold green" if data.all_nvlink else "bold")
         if data.inactive_links:
             line.append(f" · {data.inactive_links} NVLink links inactive", style="bold red")
-        for state in sorted(set(getattr(data, "fabric_states", ()) or ())):
+        for state in sorted(set(data.fabric_states)):
             if state != "Completed":
                 line.append(" · fabric ", style="dim")
                 line.append(remote(state, style="yellow"))
         self.draw(line)
         matrix = data.matrix
         grid.display = foot.display = matrix is not None and bool(matrix.gpus)
-        if not grid.display:
+        if matrix is None or not matrix.gpus:
             return
         grid.update(matrix_table(matrix, self.show_nics))
-        foot_lines: list[Any] = []
+        foot_lines: list[RenderableType] = []
         hidden = max(0, len(matrix.gpus) - MAX_DRAWN), max(0, len(matrix.nics) - MAX_DRAWN)
         if any(hidden):
             foot_lines.append(

@@ -8,7 +8,6 @@ the program on the host (gpudash/tasks/verify/program.py), never inferred.
 from __future__ import annotations
 
 from statistics import median
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -116,11 +115,11 @@ def _engines(r: VerifyResult) -> Text:
     return line
 
 
-class VerifyPanel(Panel):
+class VerifyPanel(Panel[VerifySection]):
     SECTION = "verify"
     TITLE = "Verify"
 
-    def body(self, data: Any) -> RenderableType:
+    def body(self, data: VerifySection) -> RenderableType:
         if not isinstance(data, VerifySection) or not data.looked:
             return dim("the probe did not look for a verify result")
         if data.result is None:

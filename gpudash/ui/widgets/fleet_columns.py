@@ -15,6 +15,16 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from gpudash.model import HostResult
+from gpudash.probe.sections.env import Env
+from gpudash.probe.sections.gpus import Gpus
+from gpudash.probe.sections.health import Health
+from gpudash.probe.sections.models import Models
+from gpudash.probe.sections.network import Network
+from gpudash.probe.sections.serve import Serve
+from gpudash.probe.sections.system import System
+from gpudash.probe.sections.toolkit import Toolkit
+from gpudash.probe.sections.topology import Topology
+from gpudash.probe.sections.verify import VerifySection
 from gpudash.ui.host_state import short_gpu_name, state_text, state_words
 from gpudash.ui.render import remote
 
@@ -42,7 +52,7 @@ def _state(host: HostResult) -> str:
 
 
 def _gpus(host: HostResult) -> str | None:
-    data = host.data("gpus")
+    data = host.data("gpus", Gpus)
     if data is None:
         return None
     if data.missing:
@@ -52,26 +62,26 @@ def _gpus(host: HostResult) -> str | None:
 
 
 def _cc(host: HostResult) -> str | None:
-    data = host.data("gpus")
+    data = host.data("gpus", Gpus)
     if data is None or not data.gpus:
         return None
     return ",".join(dict.fromkeys(g.sm or g.cc or "?" for g in data.gpus))
 
 
 def _nvlink(host: HostResult) -> str | None:
-    data = host.data("topology")
+    data = host.data("topology", Topology)
     return None if data is None else data.brief
 
 
 def _driver(host: HostResult) -> str | None:
-    data = host.data("gpus")
+    data = host.data("gpus", Gpus)
     if data is None or data.missing:
         return None
     return f"{data.driver_version or '?'}/{data.cuda_version or '?'}"
 
 
 def _gpu_mem(host: HostResult) -> str | None:
-    data = host.data("gpus")
+    data = host.data("gpus", Gpus)
     if data is None or not data.gpus:
         return None
     sizes = dict.fromkeys(
@@ -82,7 +92,7 @@ def _gpu_mem(host: HostResult) -> str | None:
 
 def _system(*names: str) -> Callable[[HostResult], str | None]:
     def value(host: HostResult) -> str | None:
-        data = host.data("system")
+        data = host.data("system", System)
         if data is None:
             return None
         for name in names:
@@ -97,7 +107,7 @@ def _system(*names: str) -> Callable[[HostResult], str | None]:
 
 
 def _nvcc(host: HostResult) -> str | None:
-    data = host.data("toolkit")
+    data = host.data("toolkit", Toolkit)
     if data is None:
         return None
     versions = dict.fromkeys(n.version or n.release or "?" for n in data.nvcc)
@@ -105,7 +115,7 @@ def _nvcc(host: HostResult) -> str | None:
 
 
 def _torch(host: HostResult) -> str | None:
-    data = host.data("env")
+    data = host.data("env", Env)
     if data is None:
         return None
     found = dict.fromkeys(
@@ -118,7 +128,7 @@ def _torch(host: HostResult) -> str | None:
 
 
 def _models(host: HostResult) -> str | None:
-    data = host.data("models")
+    data = host.data("models", Models)
     if data is None:
         return None
     models = [m for d in data.dirs for m in d.models]
@@ -127,7 +137,7 @@ def _models(host: HostResult) -> str | None:
 
 
 def _network(host: HostResult) -> str | None:
-    data = host.data("network")
+    data = host.data("network", Network)
     if data is None:
         return None
     ok = sum(t.ok for t in data.targets)
@@ -138,7 +148,7 @@ def _health(host: HostResult) -> str | None:
     """The worst of what the health section read, in a word or two: lost GPUs, Xids, clock
     slowdowns, the fabric manager; "ok" when it read GPUs or a kernel log and saw none
     (the Findings panel has the verdict in full)."""
-    data = host.data("health")
+    data = host.data("health", Health)
     if data is None:
         return None
     from gpudash.probe.smiq import SLOWDOWN_REASONS
@@ -165,8 +175,7 @@ def _verify(host: HostResult) -> str | None:
     (or "warn": a finding such as a slow GPU) with the median bf16 TFLOP/s of its GPUs;
     "not run" where the probe looked and found none. The verdicts are the checks' (the host's
     findings, gpudash/checks/verify.py), so the column never says ok where they do not."""
-    section = host.sections.get("verify")
-    data = section.data if section is not None else None
+    data = host.data("verify", VerifySection)
     if data is None or not data.looked:
         return None
     result = data.result
@@ -193,7 +202,7 @@ def _verify_style(value: str) -> str:
 def _serve(host: HostResult) -> str | None:
     """The served engine in a few words (`ready 312 s · 41 ms TTFT · 212 tok/s`, `failed:
     serve.oom`): the worst of them where there are several, and how many more."""
-    data = host.data("serve")
+    data = host.data("serve", Serve)
     if data is None or not data.looked:
         return None
     from gpudash.probe.sections.serve import brief, worst_first
