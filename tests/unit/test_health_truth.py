@@ -6,6 +6,8 @@ the replacements each test shows where a public capture gives only a block."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpudash.checks import Severity
 from gpudash.checks.health import check_health
 from gpudash.probe.hostfacts import parse_fabric_manager, parse_pci, parse_rdma
@@ -190,6 +192,37 @@ def test_front_end_nics_of_another_class_beside_400g_rails_are_not_a_finding() -
     )
     found = codes(check_health(h200(rdma=mixed, memlock_unlimited=True)))
     assert "health.rdma_slow" not in found and "health.rdma_down" not in found
+
+
+def _commented_ibstat() -> list:
+    """Eight CX-7 IB rails at 400 and a bonded CX-6 Dx Ethernet port at 100, all Active, on one
+    real host (code index id 21265854511; ibstat-8x-cx7-ib400-cx6dx-bond-eth100-commented
+    .SOURCE.md). The notes comment every line with "# "; that mark is the only thing removed."""
+    text = pub("ibstat-8x-cx7-ib400-cx6dx-bond-eth100-commented.txt")
+    return list(parse_rdma("".join(line[2:] for line in text.splitlines(keepends=True))))
+
+
+def test_a_100g_front_end_port_active_beside_eight_400g_rails_is_not_a_finding() -> None:
+    ports = _commented_ibstat()
+    assert len(ports) == 9 and {p.state for p in ports} == {"ACTIVE"}
+    assert sorted({(p.model, p.link_layer, p.rate_gbps) for p in ports}) == [
+        ("MT4125", "Ethernet", 100.0),
+        ("MT4129", "InfiniBand", 400.0),
+    ]
+    found = codes(check_health(h200(rdma=ports, memlock_unlimited=True)))
+    assert not [c for c in found if c.startswith("health.rdma")], found
+
+
+def test_one_of_the_eight_real_rails_at_200_is_named_against_its_own_class() -> None:
+    ports = _commented_ibstat()
+    ports[3] = replace(ports[3], rate_gbps=200.0)  # mlx5_5 at 200
+    f = next(
+        x
+        for x in check_health(h200(rdma=ports, memlock_unlimited=True))
+        if x.code == "health.rdma_slow"
+    )
+    assert "mlx5_5/1 200 of 400 Gb/s (MT4129 InfiniBand)" in f.title
+    assert "mlx5_bond_0" not in f.title
 
 
 def test_a_rail_slower_than_its_own_class_is_still_a_finding() -> None:

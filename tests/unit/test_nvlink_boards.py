@@ -1,20 +1,28 @@
 """NVLink completeness per board topology (issue 31, item 11).
 
-The DGX-1 matrix is a real capture (tests/fixtures/public/SOURCES.md); the AC922 matrices are
-written from IBM's Redpaper (tests/fixtures/written/README.md). The V100 hosts' GPU lists are
-the real H200 8-GPU query with every name and cc changed to the real `Tesla V100-SXM2-16GB,
-7.0` row (query-v100-name-cc.txt), done here in the test."""
+The DGX-1 matrix and two 4-GPU AC922 matrices are real captures (tests/fixtures/public/SOURCES.md,
+tests/fixtures/public/topo-v100-4x-ac922.SOURCES.md); the 6-GPU AC922 matrix and the 4-GPU one
+used for the edits are written from IBM's Redpaper (tests/fixtures/written/README.md). The V100
+hosts' GPU lists are the real H200 8-GPU query with every name and cc changed to the real
+`Tesla V100-SXM2-16GB, 7.0` row (query-v100-name-cc.txt), done here in the test."""
 
 from __future__ import annotations
 
 from gpudash.checks import run_checks
 from gpudash.checks.finding import Severity
+from gpudash.probe.topo import parse_topo
 from tests.support import FIXTURES
 from tests.support.hosts import C, host
 
 DGX1 = (FIXTURES / "public" / "topo-v100-8x-dgx1-hybrid-cube-mesh-spaces.txt").read_text()
 AC922_4 = (FIXTURES / "written" / "topo-v100-4x-ac922-8335-gtg.txt").read_text()
 AC922_6 = (FIXTURES / "written" / "topo-v100-6x-ac922-8335-gtw.txt").read_text()
+# Real AC922 captures: host ac922-02 (milanpro/Masterthesis-Heterogeneous-PC@5cf4beb6) and a
+# node of Princeton's Traverse cluster (jdh4/della-gpu-A100@c708d127), both tab separated.
+AC922_REAL = (FIXTURES / "public" / "topo-v100-4x-ac922-nv3-pairs-6mlx5-tabs.txt").read_text()
+TRAVERSE = (
+    FIXTURES / "public" / "topo-v100-4x-traverse-ac922-nv3-pairs-4mlx5-tabs.txt"
+).read_text()
 H200_8 = (FIXTURES / "saved" / "sources" / "query-h200-8x-derived.txt").read_text()
 
 
@@ -101,3 +109,22 @@ def test_nvswitch_boards_are_still_judged_all_pairs():
         if f.code.startswith("nvlink.")
     }
     assert found["nvlink.missing_pairs"].severity is Severity.FAIL
+
+
+def test_real_ac922_captures_are_read_as_pairs_per_socket_and_are_healthy():
+    for text, nics in ((AC922_REAL, 6), (TRAVERSE, 4)):
+        topo = parse_topo(text)
+        assert topo.gpus == ("GPU0", "GPU1", "GPU2", "GPU3") and len(topo.nics) == nics
+        assert topo.links["GPU0"]["GPU1"] == topo.links["GPU2"]["GPU3"] == "NV3"
+        assert {topo.links["GPU0"][g] for g in ("GPU2", "GPU3")} == {"SYS"}
+        assert topo.numa_affinity == {"GPU0": "0", "GPU1": "0", "GPU2": "8", "GPU3": "8"}
+        found = _nvlink(text, 4)
+        assert set(found) == {"nvlink.ok"}, found
+        assert "AC922 8335-GTG" in found["nvlink.ok"].title
+
+
+def test_the_real_ac922_capture_with_its_pair_on_smp_fails():
+    broken = _swap(_swap(AC922_REAL, "GPU0", 1, "SYS"), "GPU1", 0, "SYS")
+    found = _nvlink(broken, 4)
+    assert found["nvlink.missing_pairs"].severity is Severity.FAIL
+    assert "GPU0, GPU1" in found["nvlink.missing_pairs"].title

@@ -8,6 +8,42 @@ lists could only be read at one main commit (the snapshot is over the size limit
 holds one version of each file), so they are used above the stated floor only.
 sgl-kernel: not read at a release tag (same limits; its docs state no floor): the rows cite
 the main commit that was read, and say so.
+
+What was tried to read these at release tags (issue 31 item 8, round 3), and why it failed:
+- `fetch` of sgl-project/sglang (1.2 GB) and vllm-project/vllm (1.1 GB) is refused: over the
+  500 MB snapshot limit. There is no separate sgl-kernel repository in the store (find_repos
+  "sgl-kernel" lists only the -npu/-xpu ports).
+- The file index holds versions at the commits a file changed in, but `find_files` names one
+  commit per repository and `read_file` answers "stored, but not at that commit" for any
+  other; a version found by `find_string` is read by id without its commit. So a version can
+  be read only where its commit is already known, and no release's commit is: sgl-kernel is
+  released by bumping the version in pyproject.toml and version.py on main (its PyPI README,
+  "Release new version"; pypi.org/project/sgl-kernel/0.0.3.post7), not by a tag, and no page
+  in the docs/pages corpora names the commit of a vLLM tag from v0.15 to v0.20.
+- sgl-kernel/CMakeLists.txt: two stored versions were read, both main commits not tied to a
+  release: 00390b86 (the rows below: x86_64 sm_80/sm_89/sm_90 up, sm_90a at 12.4+, 100a/120a
+  at 12.8+, 103a at 13.0+) and an older 3ec6e094, whose ENABLE_BELOW_SM90 list (on by default
+  on x86_64) also carried compute_75/sm_75. So wheels of that older time may hold sm_75
+  kernels; the maintainers' RFC sgl-project/sglang#6006 (2025-05-04) says sm75 support was
+  to be deprecated in SGLang "v0.5". Which sgl-kernel release first dropped sm_75 is not
+  established,
+  so the 8.0 floor below is main's; a T4 on an old sgl-kernel may be judged too strictly.
+  Wheel evidence agrees with the 8.0 rows for recent wheels only: sglang#35526 (a contributor,
+  2026-08: on recent x86_64 wheels the sm90 and sm100 builds share the flags, compute_80 and
+  compute_89 included).
+- The sgl-kernel wheel indexes (docs.sglang.io/whl/cu124|cu128|cu129|cu130/sgl-kernel) list
+  which CUDA variants shipped per version (cu124 wheels up to 0.3.14.post1, cu130 from
+  0.3.16.post4) but not their architectures.
+- vLLM 0.15-0.20: docs.vllm.ai holds v0.14.0 ("compute capability 7.0 or higher") and v0.31.0
+  / raw v0.21.0, v0.26.0 ("7.5 or higher"), none of v0.15.0-v0.20.x; the stored versions of
+  docs/getting_started/installation/gpu.cuda.inc.md are main commits (0487d5c2 and the raw
+  a5105dba say 7.5; their releases unknown). CMakeLists.txt was read at a second main commit,
+  bc390b91 (TORCH_SUPPORTED_VERSION_CUDA "2.9.1"): its CUDA >= 12.8 list still began at 7.0
+  ("7.0;7.2;7.5;...;10.0;10.1;12.0"); the 000a1ee9 row for CUDA 12.8-12.9 begins at 7.5.
+  Both agree with
+  the verdict as it stands: a release whose own docs state 7.0 is not failed on a V100 by a
+  row read at another commit ("stated"), and a cc between 7.0 and 7.5 on 0.15-0.20 is
+  "unknown", never failed.
 """
 
 from __future__ import annotations

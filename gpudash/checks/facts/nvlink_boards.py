@@ -21,8 +21,12 @@ Sources, row by row:
   ac922-6    The same Redpaper, model 8335-GTW: six V100 SXM2, three per socket; each GPU has
              two bricks to its CPU and two to each of the other two GPUs of its socket
              (NV2 to two peers, SYS across sockets).
-No public `topo -m` capture of an AC922 was found; the tests' AC922 matrices are written from
-the Redpaper and say so.
+Real captures of the 4-GPU AC922 agree with the Redpaper row: host ac922-02
+(github.com/milanpro/Masterthesis-Heterogeneous-PC@5cf4beb6 README.md) and a node of
+Princeton's Traverse cluster (github.com/jdh4/della-gpu-A100@c708d127 README.md) print
+GPU0-GPU1 and GPU2-GPU3 NV3, every cross-socket pair SYS, NUMA affinity 0 / 8
+(tests/fixtures/public/topo-v100-4x-*ac922*.txt). No public capture of the 6-GPU 8335-GTW
+was found; its test matrix is written from the Redpaper and says so.
 """
 
 from __future__ import annotations

@@ -9,6 +9,19 @@ Where a release tag could not be read here (pytorch/pytorch is too large to brin
 the index holds one version of each file), the row cites what was read instead: the release's
 RELEASE.md matrix as changed by the named PR, or get_arch_list() printed from the wheel in a
 public thread. Releases or variants not listed were not established here and are unknown.
+
+`.ci/manywheel/build_cuda.sh` at the release tags v2.7.0-v2.11.0 (issue 31, round 3) could not
+be read: `fetch` of pytorch/pytorch is refused (over the 500 MB snapshot limit), and the file
+index answers "stored, but not at that commit" for every commit but the ones it holds, none of
+which is a tag or release-branch commit. What it holds agrees with the rows, PTX aside (the
+release branch cut strips +PTX, see below): pytorch/pytorch@00c7a380 (12.6 / 12.8 with 7.0 /
+12.9 arms: the 2.8 matrix, cited as _P28), pytorch/pytorch@799d09f2 (main after 13.0 was added:
+12.6 "5.0;6.0;7.0;7.5;8.0;8.6;9.0", 12.8 "7.0;7.5;8.0;8.6;9.0;10.0;12.0", 13.0
+"7.5;8.0;8.6;9.0;10.0;12.0+PTX", the 2.9/2.10 rows), and the fork poolsideai/pytorch@36d984f9
+(11.8 "+3.7;9.0", 12.1 and 12.4 "+9.0", 12.6 "+9.0+PTX" on "5.0;6.0;7.0;7.5;8.0;8.6": the 2.6
+matrix); ROCm/pytorch@10b22ea5 holds an unresolved merge of the same script. Release-tag
+commits tried with read_file (v2.6.0-v2.9.0, as recalled, not verified here) were all refused
+the same way. So the sources named per row stand.
 """
 
 from __future__ import annotations
