@@ -10,7 +10,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from gpudash.probe.parts import Part
 
@@ -43,7 +43,7 @@ class SectionResult:
     elapsed_s: float
     rc: int | None = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "error": self.error,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -83,7 +83,7 @@ class HostResult:
             return None
         return data
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "state": self.state.value,
@@ -156,7 +156,7 @@ def apply(snapshot: HostResult, event: Event) -> HostResult:
     return dataclasses.replace(snapshot, elapsed_s=event.elapsed_s)
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> object:
     """Dataclasses, enums, tuples and mappings as plain JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         if hasattr(value, "to_json"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from gpudash.model import to_jsonable
 from gpudash.text import clean_line
@@ -57,7 +57,7 @@ class Finding:
     def family(self) -> str:
         return self.code.split(".", 1)[0]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "severity": self.severity.value,
             "code": self.code,

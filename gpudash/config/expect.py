@@ -94,7 +94,7 @@ class Expect:
     def empty(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)

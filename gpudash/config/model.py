@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpudash.config.expect import Expect
+    from gpudash.tasks.spec import TaskSpec
 
 DEFAULT_MODEL_DIRS = ("/root/models", "~/models", "~/.cache/huggingface/hub")
 DEFAULT_VENV_PATHS = ("~/.venv", "~/venv", "~/venvs/*", "/opt/*/.venv")
@@ -111,8 +112,8 @@ class Config:
     """Hosts probed at once."""
     max_handshakes: int = 16
     """SSH handshakes at once: sshd's MaxStartups drops unauthenticated ones past ~10."""
-    tasks: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    """Task specs by name (gpudash.tasks.spec.TaskSpec): built-ins plus `[tasks.NAME]`."""
+    tasks: Mapping[str, TaskSpec] = field(default_factory=dict, compare=False)
+    """Task specs by name: built-ins plus `[tasks.NAME]`."""
     ui: UiConfig = UiConfig()
     keys: tuple[tuple[str, str], ...] = ()
     """`[keys]`: (binding id, keys) pairs that remap the app's keys."""

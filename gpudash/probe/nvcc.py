@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from gpudash.text import clean_line, strip_escapes
 
@@ -27,7 +26,7 @@ class NvccVersion:
     build: str | None = None
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"release": self.release, "version": self.version, "build": self.build}
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from gpudash.text import clean_line, strip_escapes
 
@@ -27,7 +26,7 @@ class NvLink:
     speed_gbps: float | None
     active: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"link": self.link, "speed_gbps": self.speed_gbps, "active": self.active}
 
 
@@ -43,7 +42,7 @@ class NvlinkGpu:
     def active_links(self) -> int:
         return sum(1 for link in self.links if link.active)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "index": self.index,
             "name": self.name,
@@ -57,7 +56,7 @@ class NvlinkStatus:
     gpus: tuple[NvlinkGpu, ...] = ()
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"gpus": [g.to_json() for g in self.gpus]}
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpudash.text import clean_line, strip_escapes
 
@@ -60,7 +59,7 @@ class P2pMatrix:
         cells = list(self.pairs())
         return n >= 2 and len(cells) == n * (n - 1) and all(c == "OK" for *_, c in cells)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         blocked = [f"{a}->{b} {c}" for a, b, c in self.pairs() if c != "OK"]
         return {
             "gpus": list(self.gpus),

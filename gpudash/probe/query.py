@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gpudash.text import strip_escapes
 
@@ -40,7 +39,7 @@ class QueryTable:
     rows: tuple[dict[str, str], ...] = ()
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"header": list(self.header), "rows": [dict(r) for r in self.rows]}
 
 

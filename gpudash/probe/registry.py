@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from gpudash.probe.parts import Part
 
@@ -47,11 +47,18 @@ class Section(Generic[D]):
     """The GPU tool each of its parts runs, by part name: what a hang is named by."""
 
 
+AnySection: TypeAlias = "Section[Any]"
+"""A section of the registry, whose data type only its own module knows: the one `Any` that
+crosses a package boundary, on purpose. Callers hand what `parse` returned to the same
+section's `summary` and `report` without looking into it (the section modules' own
+signatures are checked, and test_registry ties each panel's `Panel[T]` to `parse`)."""
+
+
 _REQUIRED = ("NAME", "TIMEOUT", "BODY", "parse", "summary", "TITLE", "report")
 
 
 @cache
-def section(name: str) -> Section[Any]:
+def section(name: str) -> AnySection:
     """The registered section NAME; a module that lacks part of what a section is (its report
     part, say) is named here, so it cannot drop out of the report or the probe silently."""
     module = importlib.import_module(f"gpudash.probe.sections.{name}")
@@ -75,5 +82,5 @@ def sections_loaded() -> bool:
     return section.cache_info().currsize >= len(SECTION_NAMES)
 
 
-def all_sections() -> tuple[Section[Any], ...]:
+def all_sections() -> tuple[AnySection, ...]:
     return tuple(section(name) for name in SECTION_NAMES)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from gpudash.text import clean_line, strip_escapes
 
@@ -60,7 +59,7 @@ class SmiGpu:
     persistence_mode: str | None = None
     error: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in _GPU_KEYS}
 
 
@@ -75,7 +74,7 @@ class SmiProcess:
     name: str | None
     memory_mib: int | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in ("gpu", "pid", "type", "name", "memory_mib")}
 
 
@@ -98,7 +97,7 @@ class SmiTable:
     mig_devices: tuple[MigDevice, ...] = ()
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "driver_version": self.driver_version,
             "cuda_version": self.cuda_version,

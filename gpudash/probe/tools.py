@@ -4,7 +4,6 @@ checked against the parsers without a GPU or a host."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from gpudash.probe import TOOL_KINDS
 from gpudash.probe.nvcc import parse_nvcc
@@ -17,7 +16,7 @@ from gpudash.probe.topo import parse_topo
 KINDS = TOOL_KINDS
 
 
-def parse_tool(kind: str, text: str, fields: Sequence[str] | None = None) -> dict[str, Any]:
+def parse_tool(kind: str, text: str, fields: Sequence[str] | None = None) -> dict[str, object]:
     """The parser's public JSON for `text`. Raises ValueError only for an unknown kind."""
     if kind == "topo":
         return parse_topo(text).to_json()

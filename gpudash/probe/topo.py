@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpudash.text import clean_line, strip_escapes
 
@@ -97,7 +96,7 @@ class Topology:
         best = min(r for r, _ in ranked)
         return tuple(n for r, n in ranked if r == best)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "gpus": list(self.gpus),
             "nics": list(self.nics),

@@ -82,7 +82,7 @@ class TaskSpec:
     needs: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, object] = field(default_factory=dict)
     check: str | None = None
     timeout: float = 1800.0
     confirm: bool = False
@@ -133,7 +133,7 @@ def check_tasks(
     raw: object,
     report: Report,
     *,
-    base: Mapping[str, Mapping[str, Any]] | None = None,
+    base: Mapping[str, Mapping[str, object]] | None = None,
     path: KeyPath = ("tasks",),
 ) -> dict[str, TaskSpec]:
     """Check a `tasks` table (over the built-ins unless `base` is given); returns the specs."""
