@@ -356,12 +356,21 @@ def test_a_pin_outside_the_facts_says_so():
         ("flashinfer", "0.6.17", (12, 8), ["6.1"], "fail"),
         ("flashinfer", "0.6.17", (12, 8), ["7.5"], "ok"),
         ("flashinfer", "0.6.17", (13, 0), ["10.3"], "ok"),
-        ("sgl-kernel", None, (12, 8), ["7.5"], "fail"),
+        ("sgl-kernel", None, (12, 8), ["7.0"], "fail"),
+        ("sgl-kernel", "0.3.21", (12, 8), ["7.5"], "warn"),  # builds read disagree on sm_75
         ("sgl-kernel", None, (12, 8), ["8.6"], "ok"),  # sm_80 SASS by binary compat
     ],
 )
 def test_engine_runs_here(package, version, cuda, ccs, severity):
     assert engine_runs_here(package, version, cuda, ccs).severity == severity
+
+
+def test_sgl_kernel_on_a_t4_is_unknown_with_both_builds_named_not_a_false_fail():
+    v = engine_runs_here("sgl-kernel", "0.3.21", (12, 8), ["7.5"])
+    assert v.reason == (
+        "whether sgl-kernel 0.3.21 runs on cc 7.5 is unknown: its floor is 7.5 or 8.0 "
+        "(sgl-kernel main: 3ec6e094 built sm_75, 00390b86 starts at sm_80)"
+    )
 
 
 def test_flashinfer_below_sm75_is_flagged_with_the_floor():

@@ -26,8 +26,8 @@ What was tried to read these at release tags (issue 31 item 8, round 3), and why
   on x86_64) also carried compute_75/sm_75. So wheels of that older time may hold sm_75
   kernels; the maintainers' RFC sgl-project/sglang#6006 (2025-05-04) says sm75 support was
   to be deprecated in SGLang "v0.5". Which sgl-kernel release first dropped sm_75 is not
-  established,
-  so the 8.0 floor below is main's; a T4 on an old sgl-kernel may be judged too strictly.
+  established, so a cc 7.5 GPU under sgl-kernel is unknown (ENGINE_KNOWN_FROM), not a fail;
+  below 7.5 no build read has kernels, a fail.
   Wheel evidence agrees with the 8.0 rows for recent wheels only: sglang#35526 (a contributor,
   2026-08: on recent x86_64 wheels the sm90 and sm100 builds share the flags, compute_80 and
   compute_89 included).
@@ -137,8 +137,19 @@ ENGINE_BUILDS: tuple[EngineBuild, ...] = (
 # The lowest compute capability each engine's wheels run on at all (min of the lists above).
 ENGINE_FLOOR: dict[str, tuple[int, int]] = {
     "flashinfer": (7, 5),  # every tag read: v0.2.14, v0.4.1, v0.5.3, v0.6.17
-    "sgl-kernel": (8, 0),  # @00390b86, x86_64 (not a release tag: see the module doc)
+    "sgl-kernel": (7, 5),  # the older main 3ec6e094 built sm_75 (not a release: module doc)
     "vllm": (7, 0),  # the lowest any release claims; by release: VERSION_FLOORS
+}
+
+# Where builds read at different commits disagree and no release can be tied to either: the
+# lowest cc the newest read build runs on. A cc from ENGINE_FLOOR up to it is unknown, not a
+# fail (sgl-kernel @3ec6e094 carried sm_75, @00390b86 starts at sm_80; which release dropped
+# sm_75 is not established, sgl-project/sglang#6006 planned it for SGLang v0.5).
+ENGINE_KNOWN_FROM: dict[str, tuple[int, int]] = {
+    "sgl-kernel": (8, 0),
+}
+_KNOWN_FROM_SOURCE = {
+    "sgl-kernel": "sgl-kernel main: 3ec6e094 built sm_75, 00390b86 starts at sm_80",
 }
 
 
@@ -174,6 +185,8 @@ def floor_of(package: str, version: str | None) -> tuple[tuple[int, int], tuple[
     base = ENGINE_FLOOR[package]
     rows = [r for r in VERSION_FLOORS if r.package == package]
     parts = [int(p) for p in (version or "").split(".")[:2] if p.isdigit()]
+    if package in ENGINE_KNOWN_FROM:
+        return base, ENGINE_KNOWN_FROM[package], _KNOWN_FROM_SOURCE[package]
     if not rows or len(parts) < 2:
         return base, base, ""
     series = (parts[0], parts[1])
