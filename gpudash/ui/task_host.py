@@ -39,7 +39,7 @@ class TaskHost(Protocol):
     def selected(self) -> str | None: ...
     @property
     def marked(self) -> set[str]:
-        """Marked hosts; `TaskActions.mark` changes the set in place."""
+        """Marked hosts; `TaskControl.mark` changes the set in place."""
         ...
 
     @property
