@@ -7,6 +7,10 @@ with the sudo fallback), one `kill_group` and one `kill_timer`, included by the 
 job wrapper and its cancel, and the copy's stop; the exec string, which must stay one line of
 single-quoted words (`gpudash.transport.base.script_command`), gets the same text joined into
 one line (`one_line`). tests/ssh/test_shlib.py runs it under dash, busybox sh and bash.
+
+The copy's part (shlib_copy.sh: `remote`, `dial`, `hold`, `mux_dir`, the one ssh to a
+destination under a direct copy's one-use key) is a file of its own, `COPY_LIB`, included
+only by the copy's scripts, so the probe's script does not grow; the same tests run it.
 """
 
 from __future__ import annotations
@@ -51,12 +55,25 @@ GRACES: dict[str, Grace] = {
         "one end of a relayed copy stopped (tar): nothing to save, the partial copy is removed"
         " right after, and the user waits on it",
     ),
+    "ssh": Grace(
+        5,
+        "one ssh of a direct copy past its limit (`timeout -k` in shlib_copy.sh's `_ssh`): at"
+        " TERM ssh closes its channel, and the receiving end sees the end of its stream; only"
+        " an ssh stuck writing to a dead link needs the KILL",
+    ),
 }
 
 
 def grace(name: str) -> int:
     """The seconds of `GRACES[name]`."""
     return GRACES[name].seconds
+
+
+COPY_LIB = f"GD_SSH_GRACE={GRACES['ssh'].seconds}\n" + (
+    Path(__file__).parent / "shlib_copy.sh"
+).read_text(encoding="utf-8")
+"""The copy's part of the library (shlib_copy.sh), its grace set above it: for the copy's
+scripts only (`gpudash.tasks.copy.direct_scripts`, `fanout_scripts`)."""
 
 
 def one_line(text: str = LIB) -> str:

@@ -3,6 +3,12 @@ bash, as the library text and as the one line the exec string carries: `kill_gro
 whole process group (KILL for what ignores TERM, once its grace is up, and no waiting once
 the group is gone), `kill_timer` enforces a limit as `timeout -k` does, and the sudo
 fallback signals a group run under sudo only when the caller says it ran one.
+
+The copy's part (gpudash/shlib_copy.sh, `COPY_LIB`) under the same three shells, with a fake
+`timeout` and `ssh` on PATH that print their arguments: the exact argument vector each of
+`remote`, `dial` and `hold` gives ssh (the one-use key only, the one host key, the control
+socket where it belongs), the ssh's exit status passed back, and `mux_dir`'s private socket
+directory; and the probe's script does not carry it.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudash.shlib import GRACES, LIB, one_line
+from gpudash.shlib import COPY_LIB, GRACES, LIB, one_line
 from tests.support.tools import busybox_sh, require
 
 
@@ -200,3 +206,129 @@ def test_the_sudo_fallback_stops_a_root_group_only_when_asked(
         assert group.gone_within(3), group.alive()
     else:
         assert not group.gone_within(1), "a plain user's kill reached root's group"
+
+
+# --- the copy's part: the sessions to a destination (gpudash/shlib_copy.sh) -------------------
+
+# Each fake prints one line per argument (`NAME: ARG`), so a word split or a lost quote shows.
+FAKE_TIMEOUT = """#!/bin/sh
+for a in "$@"; do printf 'timeout: %s\\n' "$a"; done
+shift 3
+exec "$@"
+"""
+FAKE_SSH = """#!/bin/sh
+for a in "$@"; do printf 'ssh: %s\\n' "$a"; done
+exit "${FAKE_SSH_RC:-0}"
+"""
+COPY_ENV = {
+    "K": "/j/files/id",
+    "KH": "/j/files/known hosts",
+    "GPUDASH_ADDR": "10.9.0.2",
+    "GPUDASH_PORT": "2222",
+    "GPUDASH_USER": "alice",
+}
+
+
+def ssh_argv(master: str, socket: str, *, alias: str = "gpudash-copy-dest") -> list[str]:
+    """What `_ssh` gives ssh before the verb: the key alone, that host key alone, no agent,
+    no config file, no prompt; then the control master and socket asked for."""
+    return [
+        *("-i", "/j/files/id", "-F", "/dev/null", "-o", "IdentitiesOnly=yes"),
+        *("-o", "IdentityAgent=none", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"),
+        *("-o", "UserKnownHostsFile=/j/files/known hosts"),
+        *("-o", "GlobalKnownHostsFile=/dev/null", "-o", f"HostKeyAlias={alias}"),
+        *("-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"),
+        *("-o", "ConnectTimeout=15", "-o", "LogLevel=ERROR"),
+        *("-o", f"ControlMaster={master}", "-o", f"ControlPath={socket}"),
+        *("-c", "aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com"),
+        *("-p", "2222", "-l", "alice", "10.9.0.2"),
+    ]
+
+
+def run_copy_lib(shell: str, call: str, tmp_path: Path, **env: str) -> tuple[list[str], str]:
+    """The fakes' argument lines and the call's status line, `call` run under `shell` with
+    the copy's library (and the fakes first on PATH)."""
+    fakes = tmp_path / "fakes"
+    fakes.mkdir(exist_ok=True)
+    for name, text in (("timeout", FAKE_TIMEOUT), ("ssh", FAKE_SSH)):
+        (fakes / name).write_text(text)
+        (fakes / name).chmod(0o755)
+    done = subprocess.run(
+        [*_shells()[shell], "-c", f"{COPY_LIB}\n{call}\necho rc=$?"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **COPY_ENV, "PATH": f"{fakes}:{os.environ['PATH']}", **env},
+    )
+    lines = done.stdout.splitlines()
+    assert done.stderr == "", done.stderr
+    return [line for line in lines if not line.startswith("rc=")], lines[-1]
+
+
+def argv_of(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(timeout's arguments, ssh's arguments) from the fakes' lines."""
+    timeout = [line.removeprefix("timeout: ") for line in lines if line.startswith("timeout: ")]
+    ssh = [line.removeprefix("ssh: ") for line in lines if line.startswith("ssh: ")]
+    return timeout, ssh
+
+
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_remote_rides_the_control_socket_when_there_is_one_and_keeps_each_argument_whole(
+    shell: str, tmp_path: Path
+):
+    grace = str(GRACES["ssh"].seconds)
+    lines, status = run_copy_lib(shell, 'remote 60 verify "a b" c', tmp_path, CM="/tmp/cm/s")
+    timeout, ssh = argv_of(lines)
+    assert status == "rc=0"
+    assert timeout[:3] == ["-k", grace, "60"]
+    assert timeout[3:] == ["ssh", *ssh]
+    assert ssh == [*ssh_argv("no", "/tmp/cm/s"), "verify", "a b", "c"]
+    lines, _ = run_copy_lib(shell, "remote 15 abort", tmp_path, CM="")
+    timeout, ssh = argv_of(lines)
+    assert timeout[:3] == ["-k", grace, "15"]
+    assert ssh == [*ssh_argv("no", "none"), "abort"]  # no socket: ssh dials on its own
+
+
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_dial_is_always_its_own_connection_and_hold_is_the_master(shell: str, tmp_path: Path):
+    lines, _ = run_copy_lib(shell, "dial 0 recv h2 22 bob", tmp_path, CM="/tmp/cm/s")
+    timeout, ssh = argv_of(lines)
+    assert timeout[:3] == ["-k", str(GRACES["ssh"].seconds), "0"]
+    assert ssh == [*ssh_argv("no", "none"), "recv", "h2", "22", "bob"]
+    alias = {"GPUDASH_ALIAS": "gpudash-copy-d2"}
+    lines, _ = run_copy_lib(shell, "hold manifest", tmp_path, CM="/tmp/cm/s", **alias)
+    timeout, ssh = argv_of(lines)
+    assert timeout[:3] == ["-k", str(GRACES["ssh"].seconds), "0"]  # no limit: it is watched
+    assert ssh == [*ssh_argv("yes", "/tmp/cm/s", alias="gpudash-copy-d2"), "hold", "manifest"]
+    lines, _ = run_copy_lib(shell, "hold", tmp_path, CM="")
+    assert argv_of(lines)[1] == [*ssh_argv("no", "none"), "hold"]
+
+
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_remote_passes_back_the_status_of_its_ssh(shell: str, tmp_path: Path):
+    _, status = run_copy_lib(shell, "remote 5 ping", tmp_path, CM="", FAKE_SSH_RC="255")
+    assert status == "rc=255"
+
+
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_mux_dir_makes_a_private_directory_for_a_short_socket_path(shell: str, tmp_path: Path):
+    call = 'mux_dir; echo "CMD=$CMD"; echo "CM=$CM"; stat -c %a "$CMD"; rm -rf "$CMD"'
+    lines, status = run_copy_lib(shell, call, tmp_path)
+    assert status == "rc=0"
+    cmd = lines[0].removeprefix("CMD=")
+    assert cmd.startswith("/tmp/gpudash-cm.") and len(cmd) == len("/tmp/gpudash-cm.XXXXXX")
+    assert lines[1] == f"CM={cmd}/s"
+    assert lines[2] == "700"
+    assert len(lines[1]) < 100  # a socket's path must fit sun_path (108 bytes on Linux)
+
+
+def test_the_copy_part_stays_out_of_the_probe_and_the_copy_scripts_carry_it():
+    from gpudash.probe.registry import all_sections
+    from gpudash.probe.script import build_script, make_plan
+    from gpudash.tasks.copy.direct_scripts import SOURCE_JOB
+    from gpudash.tasks.copy.fanout_scripts import FANOUT_JOB
+
+    probe = build_script(make_plan(all_sections(), {}, 5))
+    assert "kill_group()" in probe and "_ssh()" not in probe and "mux_dir()" not in probe
+    assert COPY_LIB in SOURCE_JOB and COPY_LIB in FANOUT_JOB
+    assert SOURCE_JOB.count("_ssh()") == 1 and FANOUT_JOB.count("_ssh()") == 1

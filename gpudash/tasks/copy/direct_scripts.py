@@ -22,6 +22,7 @@ a carriage return too, and its file's line would then carry no digest on either 
 from __future__ import annotations
 
 # ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
+from gpudash.shlib import COPY_LIB
 
 # A manifest of directory $1 into file $2 (and $2.list, $2.sha, $2.h/ beside it), hashed by
 # one process per core (GPUDASH_HASHERS, default `nproc`, at most 16): big files one per
@@ -96,39 +97,9 @@ sweep() {
 }
 """
 
-# `remote SECONDS VERB [ARGS]`: one session on the destination under the copy's key ($K,
-# host keys in $KH, host GPUDASH_ALIAS ADDR PORT USER). The control verbs (manifest, mkdirs,
-# seal, prepare, verify...) ride the hold session's connection (`hold`: an OpenSSH
-# ControlMaster on the socket $CM, in a private directory of its own), one round trip each
-# instead of a handshake each: 0.2 s a verb on this 2-core VM, five of them on a copy's
-# critical path (measured in the rig 2026-12-06). Where that master is not up yet or gone
-# (no socket, or a stale one), ssh dials on its own, as before. The key's forced command and
-# `restrict` hold for every session of a connection. `dial` is a stream's own connection:
-# each stream's encryption then runs in its own process (one master would be one core).
-REMOTE_FN = r"""
-_ssh() {
-    t=$1 m=$2 p=$3
-    shift 3
-    timeout -k 5 "$t" ssh -i "$K" -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none \
-        -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$KH" \
-        -o GlobalKnownHostsFile=/dev/null -o HostKeyAlias="${GPUDASH_ALIAS:-gpudash-copy-dest}" \
-        -o ServerAliveInterval=5 -o ServerAliveCountMax=3 -o ConnectTimeout=15 -o LogLevel=ERROR \
-        -o ControlMaster="$m" -o ControlPath="$p" \
-        -c aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com \
-        -p "$GPUDASH_PORT" -l "$GPUDASH_USER" "$GPUDASH_ADDR" "$@"
-}
-remote() { t=$1; shift; _ssh "$t" no "${CM:-none}" "$@"; }
-dial() { t=$1; shift; _ssh "$t" no none "$@"; }
-hold() {
-    if [ -n "$CM" ]; then _ssh 0 yes "$CM" hold "$@"; else _ssh 0 no none hold "$@"; fi
-}
-# A private directory for the control socket, short enough for a socket's path (a long one
-# would end the master, and with it the hold): CMD, and CM in it ("" where none can be made).
-mux_dir() {
-    CMD=$(mktemp -d /tmp/gpudash-cm.XXXXXX 2>/dev/null) || CMD=
-    CM=${CMD:+$CMD/s}
-}
-"""
+# `remote`, `dial`, `hold` and `mux_dir` (the sessions to the destination under the copy's
+# key: $K, $KH, GPUDASH_ALIAS ADDR PORT USER, the control socket $CM) are the copy's part of
+# gpudash's sh library: gpudash/shlib_copy.sh (`gpudash.shlib.COPY_LIB`).
 
 DEST_COMMON = r"""
 S="$GPUDASH_TO.gpudash-partial"
@@ -235,7 +206,7 @@ exit 1
 # The source job: plan, send over N streams (big files in byte ranges), verify, report.
 _SOURCE_BODY = (
     MANIFEST_FN
-    + REMOTE_FN
+    + COPY_LIB
     + r"""
 K="$GPUDASH_JOB/files/id"
 KH="$GPUDASH_JOB/files/known_hosts"

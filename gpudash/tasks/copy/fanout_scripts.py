@@ -20,11 +20,12 @@ line of the job's log about one destination starts with `@dN ` (N its line numbe
 from __future__ import annotations
 
 # ruff: noqa: E501  (shell text: its long lines are commands and messages, kept whole to grep)
-from gpudash.tasks.copy.direct_scripts import MANIFEST_FN, REMOTE_FN
+from gpudash.shlib import COPY_LIB
+from gpudash.tasks.copy.direct_scripts import MANIFEST_FN
 
 FANOUT_JOB = (
     MANIFEST_FN
-    + REMOTE_FN
+    + COPY_LIB
     + r"""
 F="$GPUDASH_JOB/files"
 W="$GPUDASH_JOB/work"
