@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TypeVar
 
 from gpudash.aio import deadline
 from gpudash.config.model import HostConfig
@@ -29,6 +32,7 @@ from gpudash.probe.stream import NOTE, RawSection
 from gpudash.transport.base import Transport, TransportError
 
 TIMED_OUT = (124, 137)
+_T = TypeVar("_T")
 
 
 def plan_for(host: HostConfig, sections: Sequence[Section] | None = None) -> ProbePlan:
@@ -45,8 +49,41 @@ async def _plan(host: HostConfig, sections: Sequence[Section] | None) -> ProbePl
     in a thread, so that the handshake it runs beside is not held up while it waits on the
     network. The parsers are not among them: see `warm_parsers`."""
     if not sections and not sections_loaded():
-        return await asyncio.to_thread(plan_for, host)
+        return await asyncio.to_thread(_beside_the_loop, plan_for, host)
     return plan_for(host, sections)
+
+
+_SWITCH_S = 0.0005
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_saved = 0.0
+
+
+@contextlib.contextmanager
+def _loop_first() -> Iterator[None]:
+    """While a thread imports modules beside a handshake: the interpreter lock is handed to
+    the event loop within 0.5 ms of its asking instead of 5 (Python's switch interval), so
+    each of the handshake's ~8 round trips does not wait up to 5 ms for its next step.
+    Measured at RTT 0 on the 2-vCPU VM, 7 runs each: the connect with the sections' modules
+    loading beside it took 58-71 ms, with this 50-58 ms (34-39 ms with nothing beside it)."""
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, _SWITCH_S))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_saved)
+
+
+def _beside_the_loop(fn: Callable[..., _T], *args: object) -> _T:
+    with _loop_first():
+        return fn(*args)
 
 
 _WARMED: set[str] = set()
@@ -117,7 +154,9 @@ async def probe_host(
         planning.cancel()  # when the connect failed or the round was left: nothing to plan
     if not _WARMED.issuperset(plan.names):
         # Not awaited: a slow parser costs its own section, never this host's end.
-        asyncio.get_running_loop().run_in_executor(None, warm_parsers, plan.sections)
+        asyncio.get_running_loop().run_in_executor(
+            None, _beside_the_loop, warm_parsers, plan.sections
+        )
     by_name = {s.name: s for s in plan.sections}
     yield HostStateChanged(host.name, HostState.PROBING, sections_total=total)
     probe_start = time.monotonic()

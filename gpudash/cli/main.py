@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from gpudash import __version__
+from gpudash.cli import startup
 from gpudash.cli.errors import ExitCode, UsageError
 
 # The module that owns each command, by name, in the order help lists them.
@@ -109,6 +110,7 @@ def entry() -> NoReturn:
     By then the output is written and every connection, file and thread is closed (by
     `asyncio.run` and the app); the teardown only frees memory the kernel frees anyway, and
     it cost ~40 ms of every run (measured on the 2-vCPU development VM)."""
+    startup.pause()  # the console script's start (`python -m gpudash` paused it already)
     code = main()
     if sys.gettrace() is not None or sys.getprofile() is not None:
         sys.exit(code)  # a profiler or coverage tool writes its results at exit
@@ -121,10 +123,19 @@ def entry() -> NoReturn:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command `argv` names (default: sys.argv) and return its exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    finally:
+        startup.resume()  # whatever happened: never left off
+
+
+def _main(argv: Sequence[str]) -> int:
     if argv[:1] == ["__complete"]:  # a shell asking for candidates (gpudash/cli/completion.py)
         return _complete(argv[1:])
     try:
         args = build_parser(argv).parse_args(argv)
+        if args.command != "probe":  # a probe resumes once its first host is connected
+            startup.resume()
         return _dispatch(args)
     except UsageError as exc:
         print(f"gpudash: {exc}", file=sys.stderr)

@@ -14,10 +14,10 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from gpudash.cli import startup
 from gpudash.cli.errors import ExitCode, UsageError
 from gpudash.cli.hosts import add_config_option, add_selection, load, replay_config, select_hosts
 from gpudash.config.model import Config
@@ -49,6 +49,8 @@ def _probe(args: argparse.Namespace) -> ExitCode:
     names = [h.name for h in hosts] if args.hosts or args.tags else None
     save = Path(args.save) if args.save else None
     if save is not None:
+        import tempfile  # only here (ctypes.util loads it on the ssh path, not on the others)
+
         try:  # before connecting anywhere: a bad --save must not cost a whole probe round
             save.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix=".gpudash-write-test-", dir=save)  # O_EXCL
@@ -82,6 +84,9 @@ async def probe_command(
         stream = interleave or len(hosts) < 2
         held: dict[str, list[tuple[int, str]]] = {}
         async for event in fleet.probe(names):
+            if not (isinstance(event, HostStateChanged) and event.state is HostState.CONNECTING):
+                # A host connected (its sections' modules loaded) or failed: the start is over.
+                startup.resume()
             snapshot = fleet.results[event.host]  # the fleet folded `event` in already
             if not as_json and (line := _event_line(event, snapshot, width)) is not None:
                 if stream:

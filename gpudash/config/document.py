@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, cast
 
-from gpudash.config.expect import Expect, expect_problems, for_host
 from gpudash.config.lines import KeyPath, render_path
 from gpudash.config.ranges import expand
 from gpudash.config.schema import (
@@ -28,6 +27,7 @@ from gpudash.config.schema import (
 from gpudash.config.values import Report, has_control, show, suggest, toml_type
 
 if TYPE_CHECKING:
+    from gpudash.config.expect import Expect
     from gpudash.tasks.spec import TaskSpec
 
 _TOML_KEY = {key.field: name for name, key in HOST_KEYS.items()}
@@ -194,6 +194,8 @@ def _check_expect_tags(data: Mapping[str, object], report: Report) -> dict[str, 
     if not isinstance(raw, dict):
         report(("expect",), f"expected a table of [expect.TAG] tables, got {toml_type(raw)}")
         return {}
+    from gpudash.config.expect import expect_problems  # only for a config with [expect]
+
     by_tag: dict[str, Expect] = {}
     for tag, table in raw.items():
         expect, problems = expect_problems(table)
@@ -208,6 +210,8 @@ def _expect_merged(host: _Host, by_tag: Mapping[str, Expect]) -> dict[str, objec
     """The host's fields with `expect` merged key by key: defaults, its tags', its own."""
     fields = host.fields
     if by_tag or "expect" in fields:
+        from gpudash.config.expect import for_host  # loaded already: the key was checked
+
         tags = tuple(cast("Iterable[str]", fields.get("tags", ())))  # checked: a list of names
         own, default = host.own.get("expect"), host.defaults.get("expect")
         fields["expect"] = for_host(default, by_tag, tags, own)  # type: ignore[arg-type]

@@ -14,7 +14,6 @@ without a loop.
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 import math
 import os
 import re
@@ -81,6 +80,8 @@ def suggest(word: str, choices: Sequence[str], *, value: bool = False) -> str:
 
     Key names are quoted 'like this', values "like this", as the user would write them.
     """
+    import difflib  # only for a mistake: a config without one does not load it
+
     near = difflib.get_close_matches(word, list(choices), n=1)
     if not near:
         return ""

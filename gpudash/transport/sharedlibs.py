@@ -12,7 +12,6 @@ by looking there; every other name goes to ctypes as before.
 from __future__ import annotations
 
 import ctypes.util
-import glob
 import os
 from collections.abc import Callable
 
@@ -36,11 +35,30 @@ def find(name: str) -> str | None:
     stem = _LIBS.get(name, f"lib{name}")
     extra = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
     for directory in (*extra, *_DIRS):
-        found = sorted(glob.glob(os.path.join(directory, f"{stem}.so.*")))
-        found = found or glob.glob(os.path.join(directory, f"{stem}.so"))
+        names = _listing(directory)
+        found = sorted(n for n in names if n.startswith(f"{stem}.so."))
         if found:
-            return os.path.basename(found[0])
+            return found[0]
+        if f"{stem}.so" in names:
+            return f"{stem}.so"
     return None
+
+
+def _listing(directory: str) -> frozenset[str]:
+    """The names in `directory` (none when it cannot be read), listed once a process:
+    asyncssh asks for three names, ten directories each, and the system's library directories
+    hold thousands of names (globbing each one three times cost ~5 ms of every start)."""
+    names = _LISTED.get(directory)
+    if names is None:
+        try:
+            names = frozenset(os.listdir(directory))
+        except OSError:
+            names = frozenset()
+        _LISTED[directory] = names
+    return names
+
+
+_LISTED: dict[str, frozenset[str]] = {}
 
 
 def install() -> None:

@@ -53,24 +53,59 @@ def states(done: subprocess.CompletedProcess[str]) -> list[str]:
 # -- imports -----------------------------------------------------------------------------------
 
 
+NOT_FOR_A_PROBE = (
+    "gpudash.tasks",
+    "gpudash.checks",
+    "gpudash.cli.check",
+    "gpudash.cli.report",
+    "gpudash.cli.tasks",
+    "gpudash.ui",
+    "gpudash.saved",  # --save / --replay only
+    "gpudash.config.expect",  # a config with `expect` only
+    "difflib",  # a config mistake's "did you mean" only
+    "importlib.abc",  # gpudash.transport.nox509 needs no ABC
+)
+"""Modules a plain `gpudash probe --json` must not load: each is start-up time before the first
+connection, paid by every run (docs/performance-probe.md)."""
+
+
 def test_a_probe_imports_no_task_or_check_module(sshd: Sshd, fake_host: FakeHost, tmp_path):
     config = write_config(tmp_path, sshd.host_toml(fake_host, "h0") + LOOPBACK_TARGET)
     code = (
-        "import sys, contextlib, io\n"
+        "import sys, contextlib, gc, io\n"
+        "from gpudash.cli import startup\n"
+        "startup.pause()\n"  # as `python -m gpudash` and the console script do
         "from gpudash.cli.main import main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         f"    code = main(['--config', {str(config)!r}, 'probe', '--json'])\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith(\n"
-        "    ('gpudash.tasks', 'gpudash.checks', 'gpudash.cli.check', 'gpudash.cli.report',\n"
-        "     'gpudash.cli.tasks', 'gpudash.ui')))\n"
-        "print(code, out.getvalue().count('\"ready\"'), ' '.join(loaded))\n"
+        f"loaded = sorted(m for m in sys.modules if m.startswith({NOT_FOR_A_PROBE!r}))\n"
+        "print(code, out.getvalue().count('\"ready\"'), gc.isenabled(), ' '.join(loaded))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    exit_code, ready, *loaded = done.stdout.split()
+    exit_code, ready, collecting, *loaded = done.stdout.split()
     assert (exit_code, ready) == ("0", "1")
+    assert collecting == "True"  # the collector paused for the start only
     assert loaded == []
+
+
+def test_the_collector_is_paused_for_the_start_only(tmp_path):
+    """Paused from the first line, resumed once a command's start is over (at once for all
+    but a probe), whatever the command did; a caller that never paused it is left alone."""
+    code = (
+        "import gc\n"
+        "from gpudash.cli import startup\n"
+        "startup.pause(); paused = not gc.isenabled()\n"
+        "from gpudash.cli.main import main\n"
+        "main(['--config', '/nonexistent/c.toml', 'probe'])\n"  # a usage error
+        "after_error = gc.isenabled()\n"
+        "gc.disable(); startup.resume(); left_alone = not gc.isenabled()\n"
+        "print(paused, after_error, left_alone)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True"]
 
 
 @pytest.mark.parametrize(
