@@ -20,6 +20,10 @@ h0: --big-mib of incompressible data in 4 files plus --small files of 1-16 KiB. 
   destination's own check and completion, all verified).
 gpudash's own CPU during the direct copy: the CLI process's user + system time (it is a child
 of this one, reaped: RUSAGE_CHILDREN) over its wall time, Python's start-up included.
+--hop-cpu: during the last round's fan-out, every process's CPU (user + system) sampled from
+/proc every 50 ms, summed by host (its network namespace) and by command (ssh, sshd, tar,
+openssl...): what each hop of the chain spends. A process that lives less than one sample is
+missed (short hashers), and the last 50 ms of each: a lower bound.
 Wall times, medians of --rounds; destinations are removed between runs. The machine's CPUs
 are shared by every host of the rig, so the hosts' hashing and ciphers compete for them: a
 fan-out to N asks N times the CPU of one copy of the same machine. --link-mib caps each
@@ -38,7 +42,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from tests.support.netrig import NetRig
@@ -46,7 +52,9 @@ from tests.support.netrig import NetRig
 # The smoke size: the argument lists that run this bench in seconds, so that a change that
 # breaks it is a failing test (tests/perf/test_bench_smoke.py), not a surprise at the next
 # measurement.
-SMOKE: tuple[tuple[str, ...], ...] = (("--big-mib", "4", "--small", "20", "--fanout", "2"),)
+SMOKE: tuple[tuple[str, ...], ...] = (
+    ("--big-mib", "4", "--small", "20", "--fanout", "2", "--hop-cpu"),
+)
 
 
 def make_tree(root: Path, big_mib: int, small: int) -> int:
@@ -117,6 +125,58 @@ def raw(rig: NetRig) -> tuple[float, float, float]:
     return took, hashing, fast
 
 
+class HopCpu:
+    """CPU seconds by (host, command), sampled from /proc while it runs (see --hop-cpu)."""
+
+    def __init__(self, rig: NetRig) -> None:
+        self.hosts: dict[str, str] = {}
+        for host in rig.hosts:
+            with_ns = Path("/run/netns") / (host.netns or "")
+            if host.netns and with_ns.exists():
+                self.hosts[f"net:[{with_ns.stat().st_ino}]"] = host.name
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.seen: dict[tuple[int, str], tuple[str, str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> HopCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    host = self.hosts.get(os.readlink(f"/proc/{pid}/ns/net"))
+                    if host is None:
+                        continue
+                    stat = Path(f"/proc/{pid}/stat").read_text()
+                except OSError:
+                    continue
+                comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                cpu = (int(fields[11]) + int(fields[12])) / self.tick
+                start = fields[19]  # a reused pid is another process
+                self.seen[(int(pid), start)] = (host, comm, cpu)
+
+    def table(self) -> str:
+        by: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for host, comm, cpu in self.seen.values():
+            by[host][comm] += cpu
+        lines = []
+        for host in sorted(by):
+            top = sorted(by[host].items(), key=lambda kv: -kv[1])
+            parts = ", ".join(f"{comm} {cpu:.2f}" for comm, cpu in top[:6] if cpu >= 0.01)
+            lines.append(f"  {host}: {sum(by[host].values()):5.2f} s CPU ({parts})")
+        return "\n".join(lines)
+
+
 def clear(rig: NetRig, n: int) -> None:
     for host in rig.hosts[1 : n + 1]:
         shutil.rmtree(host.home / "dst", ignore_errors=True)
@@ -130,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--streams", type=int, default=4)
     parser.add_argument("--link-mib", type=float, default=None, help="cap each host's link")
+    parser.add_argument("--hop-cpu", action="store_true", help="CPU by host in the fan-out")
     args = parser.parse_args(argv)
     with (
         tempfile.TemporaryDirectory(prefix="bench-copy-") as tmp,
@@ -152,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         keys = ("raw", "hash", "fast", "direct", "cpu", "resume", "rehash", "fanout")
         times: dict[str, list[float]] = {k: [] for k in keys}
         phases = []
-        for _ in range(args.rounds):
+        hop_cpu = ""
+        for n in range(args.rounds):
             clear(rig, args.fanout)
             took, hashing, fast = raw(rig)
             times["raw"].append(took)
@@ -165,7 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             times["resume"].append(gpudash(config, "h1")[0])
             times["rehash"].append(hash_both(rig, "src", "dst", OPENSSL))
             clear(rig, args.fanout)
-            times["fanout"].append(gpudash(config, *names)[0])
+            if args.hop_cpu and n == args.rounds - 1:
+                with HopCpu(rig) as sampled:
+                    times["fanout"].append(gpudash(config, *names)[0])
+                hop_cpu = sampled.table()
+            else:
+                times["fanout"].append(gpudash(config, *names)[0])
         med = {k: statistics.median(v) for k, v in times.items()}
         mib = size / 1024 / 1024
         proof = med["raw"] + med["hash"]
@@ -188,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
             f" {fair / med['direct']:.2f}x raw+openssl)"
             f"  {' '.join(phases)}"
         )
+        pairs = zip(times["direct"], times["raw"], strict=True)
+        rounds = " ".join(f"{d / r:.3f}" for d, r in pairs)
+        print(
+            f"direct / raw:                {med['direct'] / med['raw']:6.3f}x"
+            f"  (medians; per round: {rounds})"
+        )
         print(
             f"gpudash's own CPU in it:     {med['cpu']:6.2f} s"
             f"  ({med['cpu'] / med['direct'] * 100:.1f}% of one core over the copy's wall time)"
@@ -202,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             f"fan-out to {args.fanout}, all verified:  {med['fanout']:6.1f} s"
             f"  ({med['fanout'] / med['direct']:.2f}x one copy)"
         )
+        if hop_cpu:
+            print(f"CPU by host in the last fan-out (sampled every 50 ms):\n{hop_cpu}")
     return 0
 
 
