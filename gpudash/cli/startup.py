@@ -7,8 +7,10 @@ by a quarter: ~5 % of a `gpudash probe` start's CPU (~10 ms of ~200 on the 2-vCP
 VM, docs/performance-probe.md). Nothing made then is garbage worth collecting.
 
 So the collector is off from the process's first line (`gpudash/__main__.py`, `entry`)
-until the command's start is over (`resume`: at once for every command but `probe`, for a
-probe once its first host is connected or failed), and what exists then is frozen
+until the command's start is over (`resume`: at once for every command but `probe`; for a
+one-host probe once the host is connected or failed, for more hosts at the first event,
+when asyncssh is loaded, so that no handshake's garbage is frozen), and what exists then is
+frozen
 (`gc.freeze`: moved where no collection scans it again) before the collector runs again as
 usual. A caller that did not pause it (a test calling `main`) is left as it was.
 """
