@@ -87,7 +87,8 @@ def builtin_task_keys() -> Mapping[str, str | None]:
     """Each built-in task's key, as builtin.toml writes it."""
     from gpudash.tasks.builtin import builtin_tables
 
-    return {name: table.get("key") for name, table in builtin_tables().items()}
+    keys = {name: table.get("key") for name, table in builtin_tables().items()}
+    return {name: key if isinstance(key, str) else None for name, key in keys.items()}
 
 
 def _builtin_problem(path: KeyPath, message: str) -> None:

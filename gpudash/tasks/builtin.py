@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,5 +17,5 @@ else:  # pragma: no cover
 BUILTIN_TOML = Path(__file__).with_name("builtin.toml")
 
 
-def builtin_tables() -> dict[str, dict[str, Any]]:
+def builtin_tables() -> dict[str, dict[str, object]]:
     return tomllib.loads(BUILTIN_TOML.read_text(encoding="utf-8"))["tasks"]
