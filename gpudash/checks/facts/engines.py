@@ -145,11 +145,8 @@ ENGINE_FLOOR: dict[str, tuple[int, int]] = {
 # lowest cc the newest read build runs on. A cc from ENGINE_FLOOR up to it is unknown, not a
 # fail (sgl-kernel @3ec6e094 carried sm_75, @00390b86 starts at sm_80; which release dropped
 # sm_75 is not established, sgl-project/sglang#6006 planned it for SGLang v0.5).
-ENGINE_KNOWN_FROM: dict[str, tuple[int, int]] = {
-    "sgl-kernel": (8, 0),
-}
-_KNOWN_FROM_SOURCE = {
-    "sgl-kernel": "sgl-kernel main: 3ec6e094 built sm_75, 00390b86 starts at sm_80",
+ENGINE_KNOWN_FROM: dict[str, tuple[tuple[int, int], str]] = {
+    "sgl-kernel": ((8, 0), "sgl-kernel main: 3ec6e094 built sm_75, 00390b86 starts at sm_80"),
 }
 
 
@@ -183,10 +180,11 @@ def floor_of(package: str, version: str | None) -> tuple[tuple[int, int], tuple[
     The two differ where the release falls between two read statements: a cc between them
     is unknown, not failed."""
     base = ENGINE_FLOOR[package]
+    if package in ENGINE_KNOWN_FROM:
+        known_from, source = ENGINE_KNOWN_FROM[package]
+        return base, known_from, source
     rows = [r for r in VERSION_FLOORS if r.package == package]
     parts = [int(p) for p in (version or "").split(".")[:2] if p.isdigit()]
-    if package in ENGINE_KNOWN_FROM:
-        return base, ENGINE_KNOWN_FROM[package], _KNOWN_FROM_SOURCE[package]
     if not rows or len(parts) < 2:
         return base, base, ""
     series = (parts[0], parts[1])
