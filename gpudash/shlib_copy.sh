@@ -45,3 +45,14 @@ mux_dir() {
     CMD=$(mktemp -d /tmp/gpudash-cm.XXXXXX 2>/dev/null) || CMD=
     CM=${CMD:+$CMD/s}
 }
+# `beat`: a dot every 2 s on stdout, a hold session's heartbeat, until TERM. Its sleep holds
+# no end of stdout: killed, the beat lets the hold see its end at once (a plain `sleep 2`
+# loop kept the fifo open up to 2 s after, and a fan-out's destination waited that long).
+beat() {
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    while :; do
+        sleep 2 </dev/null >/dev/null 2>&1 &
+        s=$!
+        wait "$s" && printf . || exit 0
+    done
+}

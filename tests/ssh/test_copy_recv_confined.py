@@ -261,6 +261,23 @@ def test_no_setuid_program_comes_out_of_a_stream_or_a_range(dest: Dest):
     assert said.returncode != 0
 
 
+def test_a_tree_session_makes_its_directories_then_lands_its_stream(dest: Dest):
+    stream = b"d\nd/e\nempty\n\n" + tar_of(("./d/e/f.txt", "f", "hello\n"), ("./top", "f", "x"))
+    done = dest.send("tree", stream)
+    assert done.returncode == 0, done.stderr
+    assert (dest.partial / "d" / "e" / "f.txt").read_text() == "hello\n"
+    assert (dest.partial / "top").read_text() == "x"
+    assert (dest.partial / "empty").is_dir()
+
+
+def test_a_tree_session_makes_no_directory_through_a_link(dest: Dest):
+    plant(dest)
+    done = dest.send("tree", b"x/made\nup/made\n\n" + tar_of(("./x/f", "f", "pwned\n")))
+    untouched(dest)
+    assert not (dest.host.home / "made").exists()
+    assert done.returncode != 0
+
+
 # -- parts, mkdirs, prune: paths through planted links ------------------------------------
 
 

@@ -322,6 +322,22 @@ def test_mux_dir_makes_a_private_directory_for_a_short_socket_path(shell: str, t
     assert len(lines[1]) < 100  # a socket's path must fit sun_path (108 bytes on Linux)
 
 
+@pytest.mark.parametrize("shell", SHELL_NAMES)
+def test_a_killed_beat_lets_its_reader_see_the_end_at_once(shell: str, tmp_path: Path):
+    # the hold session ends when its beat's output closes: a fan-out's destination job waited
+    # up to 2 s for it when a `sleep 2` in the beat held the fifo open after the kill
+    call = (
+        'mkfifo "$T/f"; beat > "$T/f" & b=$!; exec 3< "$T/f"; head -c 1 <&3; echo; '
+        's=$(date +%s%N); kill "$b"; cat <&3 > /dev/null; e=$(date +%s%N); '
+        'echo "took $(( (e - s) / 1000000 ))"'
+    )
+    lines, status = run_copy_lib(shell, call, tmp_path, T=str(tmp_path))
+    assert status == "rc=0"
+    assert lines[0] == "."  # a beat: one byte, within its first 2 s
+    took = int(lines[1].removeprefix("took "))
+    assert took < 1000, lines
+
+
 def test_the_copy_part_stays_out_of_the_probe_and_the_copy_scripts_carry_it():
     from gpudash.probe.registry import all_sections
     from gpudash.probe.script import build_script, make_plan

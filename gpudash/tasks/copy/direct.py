@@ -21,6 +21,7 @@ import ipaddress
 import re
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from gpudash.tasks import events as ev
 from gpudash.tasks import jobs, render
@@ -33,9 +34,21 @@ from gpudash.tasks.prepare import Prepared
 from gpudash.transport.base import Transport, TransportError
 
 READY_TIMEOUT_S = 60.0
+# `gpudash-copy ready USER BASE` (`direct_scripts.DEST_JOB`)
+_READY = re.compile(rb"^gpudash-copy ready (\S+) (none|partial|final)$", re.M)
 DEST_END_WAIT_S = 30.0
 DEST_END_POLL_S = 0.1
 HOST_KEY_ALIAS = "gpudash-copy-dest"
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The destination job's key is in place: the login name the source dials, and what the
+    destination has at the copy's path (none, partial or final: a fan-out's chain feeds the
+    destinations with none)."""
+
+    user: str
+    base: str
 
 
 class DirectBlocked(Exception):
@@ -140,7 +153,7 @@ class DirectCopy:
         recv = render.exports(common) + render.home_expansion(["GPUDASH_TO"]) + recv_script.RECV
         return job, recv
 
-    def _source_script(self, user: str, address: str, port: int, from_addr: str) -> str:
+    def _source_script(self, ready: Ready, address: str, port: int, from_addr: str) -> str:
         return render.task_script(
             {
                 "GPUDASH_PATH": self.p.path,
@@ -148,7 +161,8 @@ class DirectCopy:
                 "GPUDASH_DEST": self.host,
                 "GPUDASH_ADDR": address,
                 "GPUDASH_PORT": str(port),
-                "GPUDASH_USER": user,
+                "GPUDASH_USER": ready.user,
+                "GPUDASH_BASE": ready.base,
                 "GPUDASH_STREAMS": str(self.p.streams),
                 "GPUDASH_CHUNK_MB": str(self.p.chunk_mb),
                 "GPUDASH_REPLACE": "1" if self.p.replace else "0",
@@ -158,16 +172,16 @@ class DirectCopy:
             paths=["GPUDASH_PATH"],
         )
 
-    async def wait_ready(self) -> tuple[str | None, bytes]:
-        """The destination job's login name once its key is in place; None and its log when
+    async def wait_ready(self) -> tuple[Ready | None, bytes]:
+        """The destination job's ready line once its key is in place; None and its log when
         it ended first (it failed a check) or did not answer in time."""
         until = time.monotonic() + READY_TIMEOUT_S
         data = b""
         while time.monotonic() < until:
             data = await jobs.fetch(self.dest, self.job, 0)
-            match = re.search(rb"^gpudash-copy ready (\S+)$", data, re.M)
+            match = _READY.search(data)
             if match:
-                return match[1].decode(errors="replace"), data
+                return Ready(match[1].decode(errors="replace"), match[2].decode()), data
             status = await jobs.status(self.dest, self.job)
             if status.done:
                 return None, await jobs.fetch(self.dest, self.job, 0)
@@ -213,15 +227,15 @@ class DirectCopy:
                 async for event in self._follow(None, attached=True):
                     yield event
                 return
-            user, said = await self.wait_ready()
-            if user is None:
+            ready, said = await self.wait_ready()
+            if ready is None:
                 for line in said.decode(errors="replace").splitlines()[-5:]:
                     yield ev.TaskOutput(host, name, (f"{host}: {line}",), "", 0)
                 yield ev.TaskFinished(host, name, 3, 0.0, False, ())
                 return
             src_launch = jobs.Launch(
                 self.src_job,
-                self._source_script(user, address, port, from_addr),
+                self._source_script(ready, address, port, from_addr),
                 run,
                 files={"id": private, "known_hosts": known},
                 timeout=self.prepared.spec.timeout,

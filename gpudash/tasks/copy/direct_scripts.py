@@ -104,9 +104,33 @@ sweep() {
 DEST_COMMON = r"""
 S="$GPUDASH_TO.gpudash-partial"
 TAG="gpudash-copy-$GPUDASH_RUN"
+# `end_sessions FILE...`: every process group but this one's with one of these files of the
+# job directory ($JP, its physical path) open ends, and this waits (up to 5 s) until none is
+# left. Each receiving end holds $J/data.lock open for its whole session (`recv_script`; its
+# children inherit it), a hold session $J/held; sshd makes each session its own group.
+# find walks /proc itself: the receiving end runs with `set -f`.
+end_sessions() {
+    me=$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)
+    k=0
+    while [ $k -lt 100 ]; do
+        left=
+        for f in "$@"; do
+            for fd in $(find /proc -mindepth 3 -maxdepth 3 -path '/proc/[0-9]*/fd/*' -lname "$JP/$f" 2>/dev/null); do
+                pid=${fd#/proc/}; pid=${pid%%/*}
+                pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
+                [ -n "$pg" ] && [ "$pg" != "$me" ] || continue
+                kill -KILL "-$pg" 2>/dev/null
+                left=1
+            done
+        done
+        [ -n "$left" ] || return 0
+        k=$((k + 1))
+        sleep 0.05
+    done
+}
 """
 
-# The destination job. It prints `gpudash-copy ready USER` once the key is in place.
+# The destination job. It prints `gpudash-copy ready USER BASE` once the key is in place.
 DEST_JOB = (
     DEST_COMMON
     + SWEEP_FN
@@ -128,18 +152,8 @@ rm -f "$J/hold-started" "$J/finished" "$J/aborted" "$J/left" "$J/held" "$J/fwd.d
 # Before the key exists: what is left of an earlier run's receiving ends (a source cut off
 # whose sessions sshd has not dropped yet, or a child of one outliving it) ends with its
 # process group, or its writes would land in this run's partial copy after it was compared.
-# Each receiving end holds $J/data.lock open for its whole session (`recv_script`), so every
-# process with it open is one of them (its children inherit it).
 JP=$(cd -P "$J" && pwd -P) || fail "cannot enter the job directory $J"
-end_sessions() {
-    for fd in $(find /proc/[0-9]*/fd -lname "$JP/data.lock" 2>/dev/null); do
-        pid=${fd#/proc/}; pid=${pid%%/*}
-        pg=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 3)
-        [ -n "$pg" ] && [ "$pg" != "$(sed 's/.*) //' /proc/self/stat | cut -d ' ' -f 3)" ] || continue
-        kill -KILL "-$pg" 2>/dev/null
-    done
-}
-end_sessions
+end_sessions data.lock held
 # Before the key exists: a partial copy an earlier run left keeps only directories and
 # single-named regular files (no link, hard link, device or fifo for a verb to meet).
 if [ -L "$S" ] || { [ -e "$S" ] && [ ! -d "$S" ]; }; then rm -f "$S"; fi
@@ -160,7 +174,7 @@ UNTIL=$(( $(date +%s) + GPUDASH_EXPIRES ))
 # copy go (a session already in made the partial directory again after its removal).
 stop() {
     : > "$J/aborted"
-    end_sessions
+    end_sessions data.lock held
     sweep "$TAG"
     rm -f "$J/files/id"
     rm -rf "$S" "$J/landed"
@@ -172,7 +186,10 @@ trap stop TERM INT HUP
 LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh $GPUDASH_RUN\" $GPUDASH_PUB $TAG-until-$UNTIL"
 ( flock 8; printf '%s\n' "$LINE" >> "$AK" ) 8>> "$HOME/.ssh/.gpudash-copy.lock" \
     || fail "cannot write $AK"
-echo "gpudash-copy ready $(id -un)"
+# what it has at the copy's path, so that a fan-out knows which destinations its chain feeds
+# without asking each one again
+if [ -d "$S" ]; then B=partial; elif [ -d "$GPUDASH_TO" ]; then B=final; else B=none; fi
+echo "gpudash-copy ready $(id -un) $B"
 i=0
 while [ ! -e "$J/hold-started" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
 if [ ! -e "$J/hold-started" ]; then
@@ -219,8 +236,9 @@ CMD=
 [ -n "$GPUDASH_HELD" ] || CM=
 # In a fan-out (`fanout_scripts`): HOPS, the next hosts of the chain this stream feeds;
 # SEND_ONLY, the chain's pass (no verify: each destination's own run checks and completes
-# it); HELD, the fan-out job holds every destination's session; SRC_M, the source's manifest,
-# hashed once for all; LINES, progress as a line every 5 s (many destinations share a log).
+# it), over CHAIN_STREAMS streams; HELD, the fan-out job holds every destination's session;
+# SRC_M, the source's manifest, hashed once for all; LINES, progress as a line every 5 s
+# (many destinations share a log); BASE, what the chain's first host has (none: not asked).
 HOPS=${GPUDASH_HOPS:-}
 CR=$(printf '\r'); EOL=; TICK=1
 [ -z "$GPUDASH_LINES" ] || { CR=; EOL='\n'; TICK=5; }
@@ -270,7 +288,7 @@ bad=$(find . -mindepth 1 -type l \( -lname "*$NL*" -o -lname "*$TAB*" -o -lname 
 [ -z "$bad" ] || fail "a link whose target has a tab, newline, carriage return or backslash ($bad): copy it with via = \"gpudash\""
 rm -rf "$W"; mkdir -m 700 "$W" || fail "cannot create $W"
 if [ -n "$GPUDASH_SEND_ONLY" ]; then
-    echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_STREAMS streams, each host forwarding as it receives)"
+    echo "chain: this host -> $GPUDASH_CHAIN ($GPUDASH_CHAIN_STREAMS streams, each host forwarding as it receives)"
 else
     echo "direct copy from this host to $GPUDASH_DEST:$GPUDASH_TO ($GPUDASH_STREAMS streams)"
 fi
@@ -284,37 +302,51 @@ if [ -z "$GPUDASH_HELD" ]; then
     mux_dir
     hold manifest < "$W/hold" > "$W/hold.out" 2> "$W/hold.err" &
     HOLD=$!
-    { if read -r n && [ "$n" -ge 1 ] 2>/dev/null && head -n "$n" > "$W/dst.m" \
-          && [ "$(wc -l < "$W/dst.m")" -eq "$n" ]; then
+    { if read -r n && [ "$n" -ge 1 ] 2>/dev/null && head -n "$n" > "$W/hold.m" \
+          && [ "$(wc -l < "$W/hold.m")" -eq "$n" ]; then
           echo ok > "$W/m.ready"
       else
           echo no > "$W/m.ready"
       fi
       cat > /dev/null; } < "$W/hold.out" &
     exec 8> "$W/hold"
-    # the beat's sleep holds no end of the fifo: killed, the beat lets the hold end at once,
-    # and takes its sleep with it (a `sleep 2` outlived the job by up to 2 s)
-    ( exec 8>&-; trap 'kill "$s" 2>/dev/null; exit 0' TERM
-      while :; do
-          sleep 2 </dev/null >/dev/null 2>&1 & s=$!
-          wait "$s" && printf . || exit 0
-      done ) >&8 2>/dev/null &
+    ( exec 8>&-; beat ) >&8 2>/dev/null &
     BEAT=$!
 fi
 
-if [ -z "$GPUDASH_HELD" ]; then
-    read -r answered < "$W/m.ready"
-    cp "$W/hold.err" "$W/err" 2>/dev/null
-    [ "$answered" = ok ]
-else
-    remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err"
-fi
-if [ $? -ne 0 ]; then
+# Why this host could not get to the destination, in one line (ssh's words in $W/err).
+cannot_reach() {
     if grep -q 'ssh: connect to host\|Could not resolve hostname\|Connection timed out\|No route to host\|Network is unreachable\|Connection refused' "$W/err" 2>/dev/null; then
         fail "this host cannot reach $GPUDASH_DEST at $GPUDASH_ADDR port $GPUDASH_PORT ($(said "$W/err")):" \
             "set params.dest_address to what this host can dial (HOST or HOST:PORT), or via = \"gpudash\" to copy through gpudash"
     fi
     fail "cannot reach $GPUDASH_DEST: $(said "$W/err")"
+}
+# Whether the hold session came up and answered (the destination's manifest, in hold.m).
+answered() {
+    read -r ans < "$W/m.ready"
+    cp "$W/hold.err" "$W/err" 2>/dev/null
+    [ "$ans" = ok ] || cannot_reach
+}
+# A destination that had nothing there (its job said so) needs no manifest first: the streams
+# start beside the hold session's handshake, and its answer is read once they are done
+# (LATE). 0.25 s sooner on a copy's critical path: the hold's handshake and round trip, here
+# 0.70-0.75 s from gpudash's start against the source job's start at 0.46-0.51 s (rig,
+# 2026-12-06).
+LATE=
+if [ -z "$GPUDASH_HELD" ] && [ "$GPUDASH_BASE" = none ]; then
+    echo "base none" > "$W/dst.m"
+    LATE=1
+elif [ -z "$GPUDASH_HELD" ]; then
+    answered
+    mv "$W/hold.m" "$W/dst.m"
+elif [ -n "$GPUDASH_SEND_ONLY" ] && [ "$GPUDASH_BASE" = none ]; then
+    echo "base none" > "$W/dst.m"  # the chain's first host: its destination job said so
+elif [ -n "$GPUDASH_SEND_ONLY" ]; then
+    remote 600 manifest < /dev/null > "$W/dst.m" 2> "$W/err" || cannot_reach
+else
+    # a fan-out's destination after the chain's pass: what is left of the chain there goes
+    remote 600 manifest settle < /dev/null > "$W/dst.m" 2> "$W/err" || cannot_reach
 fi
 base=$(head -n 1 "$W/dst.m")
 tail -n +2 "$W/dst.m" > "$W/dst.l"
@@ -322,7 +354,7 @@ base=${base#base }
 case "$base" in none | partial | final) ;; *) fail "the destination answered no manifest" ;; esac
 [ -z "$GPUDASH_SEND_ONLY" ] || [ "$base" = none ] || exit 0
 started=$(date +%s)
-N=$GPUDASH_STREAMS
+N=${GPUDASH_CHAIN_STREAMS:-$GPUDASH_STREAMS}
 CHUNK=$(( GPUDASH_CHUNK_MB * 1048576 ))
 # A big file's stamp (size.mtime): the destination records each byte range that landed with
 # it (`landed`), so a run after a cut sends only the ranges missing from a file the source
@@ -450,8 +482,15 @@ if [ "${SKIPPED:-0}" != 0 ]; then
 fi
 echo "sending $FILES files ($(human "$TOTAL"))"
 awk -F '\t' '$2 == "d" { print $4 }' "$W/send" > "$W/skel"
+# Each stream's session makes the tree's directories itself, ahead of its tar (`tree`; made
+# race-free beside the other streams'), so no tar makes one beside another (GNU tars race
+# there) and no `mkdirs` session comes first: one handshake a hop in a fan-out's chain, not
+# two one after the other, and a fresh copy's streams need not wait for the hold session.
+# Only where no stream has a tar (byte ranges alone) are they made first.
+TREE=
 if [ -s "$W/skel" ]; then
-    remote 600 mkdirs $HOPS < "$W/skel" 2> "$W/err" || fail "directories: $(said "$W/err")"
+    for l in "$W"/list.*; do [ ! -s "$l" ] || TREE=1; done
+    [ -n "$TREE" ] || remote 600 mkdirs $HOPS < "$W/skel" 2> "$W/err" || fail "directories: $(said "$W/err")"
 fi
 
 # One stream: its tar (progress: a dot per 100 records of 10 KiB), then its byte ranges, all
@@ -463,7 +502,11 @@ fi
 # false success.
 stream() {
     w=$1
-    if [ -s "$W/list.$w" ]; then
+    if [ -s "$W/list.$w" ] && [ -n "$TREE" ]; then
+        { cat "$W/skel" && echo && tar -cf - --no-recursion --hard-dereference --checkpoint=100 \
+              --checkpoint-action=dot -T "$W/list.$w" 2> "$W/dots.$w"; } \
+            | dial 0 tree $HOPS 2> "$W/err.$w" || { echo "$?" > "$W/failed.$w"; return 1; }
+    elif [ -s "$W/list.$w" ]; then
         tar -cf - --no-recursion --hard-dereference --checkpoint=100 --checkpoint-action=dot -T "$W/list.$w" \
             2> "$W/dots.$w" | dial 0 recv $HOPS 2> "$W/err.$w" || { echo "$?" > "$W/failed.$w"; return 1; }
     fi
@@ -511,6 +554,7 @@ for p in $pids; do wait "$p" || rc=1; done
 kill "$PROG" 2>/dev/null; wait "$PROG" 2>/dev/null
 if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     echo
+    [ -z "$LATE" ] || answered  # a hold that never came up says why
     why=$(for f in "$W"/err.*; do [ -s "$f" ] && said "$f"; done | head -n 1)
     [ -z "$GPUDASH_SEND_ONLY" ] || fail "the chain broke ($why): each destination is checked and completed from this host"
     # A stream whose ssh failed (255: the connection, not the receiving end) or a host that
@@ -524,6 +568,7 @@ if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     remote 60 abort </dev/null >/dev/null 2>&1
     fail "sending failed: $why; the partial copy is removed"
 fi
+[ -z "$LATE" ] || answered
 t1=$(date +%s)
 el=$((t1 - t0)); [ $el -gt 0 ] || el=1
 printf '%scopied %s in %ss (%s/s), %s files\n' "$CR" "$(human "$TOTAL")" "$el" "$(human $((TOTAL / el)))" "$FILES"

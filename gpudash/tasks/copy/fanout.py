@@ -129,7 +129,8 @@ async def _host_key(copy: DirectCopy, alias: str) -> str:
 
 
 async def _ready(copy: DirectCopy, run: str, public: str, froms: str, files: dict) -> Member:
-    """One destination job launched and its key in place (`label` set by the caller)."""
+    """One destination job launched and its key in place: `label` is its line's end in the
+    dests file (`USER BASE`) until the caller sets it."""
     dest_script, recv = copy.dest_scripts(run, public, froms)
     launch_ = jobs.Launch(
         copy.job,
@@ -141,10 +142,10 @@ async def _ready(copy: DirectCopy, run: str, public: str, froms: str, files: dic
     launched = await jobs.launch(copy.dest, launch_)
     if launched.busy:
         return Member(failed=("a copy to this host is already running: run it again later",))
-    user, said = await copy.wait_ready()
-    if user is None:
+    ready, said = await copy.wait_ready()
+    if ready is None:
         return Member(failed=tuple(said.decode(errors="replace").splitlines()[-5:]))
-    return Member(label=user)
+    return Member(label=f"{ready.user} {ready.base}")
 
 
 async def launch(copies: list[DirectCopy]) -> dict[str, Member]:
@@ -192,8 +193,8 @@ async def launch(copies: list[DirectCopy]) -> dict[str, Member]:
         return out
     index = {c.host: i + 1 for i, c in enumerate(live)}
     dests = "".join(
-        f"gpudash-copy-d{index[c.host]} {c.dest.host.address} {c.dest.host.port or 22} {user}\n"  # type: ignore[attr-defined]
-        for c, user in ready
+        f"gpudash-copy-d{index[c.host]} {c.dest.host.address} {c.dest.host.port or 22} {end}\n"  # type: ignore[attr-defined]
+        for c, end in ready
     )
     # labels follow the dests file's line numbers (the chain order)
     labels = {c.host: f"d{i + 1}" for i, (c, _) in enumerate(ready)}

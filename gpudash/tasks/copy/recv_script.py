@@ -84,6 +84,7 @@ RECV = (
     + _LOCKS
     + r"""
 J=$(cd "$(dirname "$0")/.." && pwd) || exit 3
+JP=$(cd -P "$J" && pwd -P) || exit 3
 exec 9>> "$J/data.lock"
 U=$(cat "$J/until" 2>/dev/null)
 if [ "$1" != "$GPUDASH_RUN" ]; then
@@ -147,10 +148,12 @@ untar() { ( umask 0; tar -xf - --no-same-owner --no-same-permissions --transform
 # stay writable until its files are in).
 skeleton() {
     while IFS= read -r p; do
+        [ -n "$p" ] || return 0  # the end of a `tree` session's directories
         safe "$p" || return 3
         under "$p" make || return 3
     done
 }
+tree_in() { skeleton && untar; }
 # Byte ranges from stdin into the partial copy: a header line `OFF_MIB LEN MODE [STAMP] PATH`,
 # then exactly LEN bytes (dd's count_bytes reads no further), until the stream ends. Each
 # range is written through fd 5 (dd reopens that very file through /proc/self/fd/5: its seek
@@ -206,7 +209,7 @@ case "$1" in
 # `hold [manifest]`: with `manifest`, the hold session answers the manifest first, after the
 # count of its lines (the source reads exactly those as they come, with nothing after them to
 # wait for), so a copy's start costs one connection, not two; the reader lock is let go of
-# after it (a hold keeping it would starve `seal`).
+# after it (a hold keeping it would starve `seal`): the hold closes it.
 hold)
     exec 7>> "$J/held"
     flock 7
@@ -217,11 +220,17 @@ hold)
         echo $(( $(wc -l < "$J/m.dst") + 1 ))
         echo "base $BASE"
         cat "$J/m.dst"
-        flock -u 9
     fi
+    exec 9>&-  # a hold lands no data: `manifest settle` must not take it for a lost chain's
     while [ "$(timeout 15 head -c 1 | wc -c)" -eq 1 ] 2>/dev/null; do :; done
     ;;
+# `manifest [settle]`: with `settle` (a fan-out's destination, once the chain's pass ended
+# at the source: every session of a chain whose hops all lived has ended by then), the
+# sessions of it still open here go first: the hop before this one was lost mid-stream,
+# and they would hold the data lock (and `seal`) until TCP gave up on it. What they
+# landed stays; the manifest says what it is.
 manifest)
+    [ "$2" != settle ] || end_sessions data.lock
     reader
     base_manifest || exit 4
     echo "base $BASE"
@@ -236,9 +245,6 @@ prune)
         rm -rf -- "./$B"
     done
     ;;
-base)
-    if [ -d "$S" ]; then echo partial; elif [ -d "$GPUDASH_TO" ]; then echo final; else echo none; fi
-    ;;
 mkdirs)
     shift
     relay mkdirs skeleton "$@"
@@ -246,6 +252,13 @@ mkdirs)
 recv)
     shift
     relay recv untar "$@"
+    ;;
+# `tree`: a copy of one stream sends its directories (as `mkdirs`, then an empty line) and its
+# tar in one session: no other tar runs beside it to race, and a fan-out's chain then makes
+# one handshake per hop where `mkdirs` before `recv` made two, one hop after the other.
+tree)
+    shift
+    relay tree tree_in "$@"
     ;;
 parts)
     shift
