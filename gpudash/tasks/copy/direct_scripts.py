@@ -104,6 +104,11 @@ sweep() {
 DEST_COMMON = r"""
 S="$GPUDASH_TO.gpudash-partial"
 TAG="gpudash-copy-$GPUDASH_RUN"
+# `what_is_there`: BASE, what the destination has at the copy's path: partial (an earlier
+# run's partial copy), final (the path itself) or none.
+what_is_there() {
+    if [ -d "$S" ]; then BASE=partial; elif [ -d "$GPUDASH_TO" ]; then BASE=final; else BASE=none; fi
+}
 # `end_sessions FILE...`: every process group but this one's with one of these files of the
 # job directory ($JP, its physical path) open ends, and this waits (up to 5 s) until none is
 # left. Each receiving end holds $J/data.lock open for its whole session (`recv_script`; its
@@ -188,8 +193,8 @@ LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh $G
     || fail "cannot write $AK"
 # what it has at the copy's path, so that a fan-out knows which destinations its chain feeds
 # without asking each one again
-if [ -d "$S" ]; then B=partial; elif [ -d "$GPUDASH_TO" ]; then B=final; else B=none; fi
-echo "gpudash-copy ready $(id -un) $B"
+what_is_there
+echo "gpudash-copy ready $(id -un) $BASE"
 i=0
 while [ ! -e "$J/hold-started" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
 if [ ! -e "$J/hold-started" ]; then

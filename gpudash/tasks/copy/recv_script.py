@@ -141,9 +141,10 @@ relay() {
 # (umask 0) less setuid, setgid and sticky (--no-same-permissions): as root, `-p` made a
 # setuid-root program of whatever the source sent.
 untar() { ( umask 0; tar -xf - --no-same-owner --no-same-permissions --transform='s,.*,,Rsh' -C "$SR" ); }
-# The tree's directories (one relative path a line), made before the streams start: tars
-# extracting side by side into a directory none of them has made yet race in GNU tar (the
-# loser's mkdir finds it made, and it reports "Cannot open: No such file or directory").
+# The tree's directories (one relative path a line, up to an empty line or the end), made
+# before any tar of this session extracts: tars extracting side by side into a directory none
+# of them has made yet race in GNU tar (the loser's mkdir finds it made, and it reports
+# "Cannot open: No such file or directory"); `under ... make` is race-free beside another.
 # Made without their modes: those come with `seal` at the end (a read-only directory must
 # stay writable until its files are in).
 skeleton() {
@@ -192,16 +193,12 @@ land() {
 }
 # What the destination has: BASE (none, partial or final) and its manifest in $J/m.dst.
 base_manifest() {
-    if [ -d "$S" ]; then
-        BASE=partial
-        manifest "$S" "$J/m.dst"
-    elif [ -d "$GPUDASH_TO" ]; then
-        BASE=final
-        manifest "$GPUDASH_TO" "$J/m.dst"
-    else
-        BASE=none
-        : > "$J/m.dst"
-    fi
+    what_is_there
+    case "$BASE" in
+    partial) manifest "$S" "$J/m.dst" ;;
+    final) manifest "$GPUDASH_TO" "$J/m.dst" ;;
+    *) : > "$J/m.dst" ;;
+    esac
 }
 set -f
 set -- $SSH_ORIGINAL_COMMAND
@@ -253,9 +250,9 @@ recv)
     shift
     relay recv untar "$@"
     ;;
-# `tree`: a copy of one stream sends its directories (as `mkdirs`, then an empty line) and its
-# tar in one session: no other tar runs beside it to race, and a fan-out's chain then makes
-# one handshake per hop where `mkdirs` before `recv` made two, one hop after the other.
+# `tree`: every stream with a tar sends the directories (as `mkdirs`, then an empty line) and
+# its tar in one session, so its tar makes none beside another's and no `mkdirs` session
+# comes first: a fan-out's chain then makes one handshake per hop, not two one after the other.
 tree)
     shift
     relay tree tree_in "$@"
