@@ -300,12 +300,14 @@ fi
 
 # The hold session: the destination job watches it (and removes the key when it ends). It
 # answers the destination's manifest first (`hold manifest`: the count of its lines, then
-# them; `head` takes them as they come, where awk may wait to fill a block), then `ok` (or
-# `no`: the session ended without one) goes to the fifo m.ready; the rest is drained.
+# them; `head` takes them as they come, where awk may wait to fill a block), or only that it
+# is up (`hold ack`, where the destination has nothing: see LATE), then `ok` (or `no`: the
+# session ended without one) goes to the fifo m.ready; the rest is drained.
 if [ -z "$GPUDASH_HELD" ]; then
     mkfifo "$W/hold" "$W/hold.out" "$W/m.ready" || fail "mkfifo failed"
     mux_dir
-    hold manifest < "$W/hold" > "$W/hold.out" 2> "$W/hold.err" &
+    if [ "$GPUDASH_BASE" = none ]; then ask=ack; else ask=manifest; fi
+    hold $ask < "$W/hold" > "$W/hold.out" 2> "$W/hold.err" &
     HOLD=$!
     { if read -r n && [ "$n" -ge 1 ] 2>/dev/null && head -n "$n" > "$W/hold.m" \
           && [ "$(wc -l < "$W/hold.m")" -eq "$n" ]; then
@@ -319,9 +321,13 @@ if [ -z "$GPUDASH_HELD" ]; then
     BEAT=$!
 fi
 
+# Whether ssh's words in $W/err say this host could not dial the destination at all.
+undialled() {
+    grep -q 'ssh: connect to host\|Could not resolve hostname\|Connection timed out\|No route to host\|Network is unreachable\|Connection refused' "$W/err" 2>/dev/null
+}
 # Why this host could not get to the destination, in one line (ssh's words in $W/err).
 cannot_reach() {
-    if grep -q 'ssh: connect to host\|Could not resolve hostname\|Connection timed out\|No route to host\|Network is unreachable\|Connection refused' "$W/err" 2>/dev/null; then
+    if undialled; then
         fail "this host cannot reach $GPUDASH_DEST at $GPUDASH_ADDR port $GPUDASH_PORT ($(said "$W/err")):" \
             "set params.dest_address to what this host can dial (HOST or HOST:PORT), or via = \"gpudash\" to copy through gpudash"
     fi
@@ -559,7 +565,13 @@ for p in $pids; do wait "$p" || rc=1; done
 kill "$PROG" 2>/dev/null; wait "$PROG" 2>/dev/null
 if [ $rc -ne 0 ] || ls "$W"/failed.* >/dev/null 2>&1; then
     echo
-    [ -z "$LATE" ] || answered  # a hold that never came up says why
+    # a hold that could not dial says why (and where to dial instead); any other end of it
+    # (the destination's disk filled, say) is the streams' to tell
+    if [ -n "$LATE" ]; then
+        read -r ans < "$W/m.ready"
+        LATE=
+        [ "$ans" = ok ] || { cp "$W/hold.err" "$W/err" 2>/dev/null; ! undialled || cannot_reach; }
+    fi
     why=$(for f in "$W"/err.*; do [ -s "$f" ] && said "$f"; done | head -n 1)
     [ -z "$GPUDASH_SEND_ONLY" ] || fail "the chain broke ($why): each destination is checked and completed from this host"
     # A stream whose ssh failed (255: the connection, not the receiving end) or a host that

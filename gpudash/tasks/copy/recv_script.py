@@ -203,21 +203,26 @@ base_manifest() {
 set -f
 set -- $SSH_ORIGINAL_COMMAND
 case "$1" in
-# `hold [manifest]`: with `manifest`, the hold session answers the manifest first, after the
-# count of its lines (the source reads exactly those as they come, with nothing after them to
-# wait for), so a copy's start costs one connection, not two; the reader lock is let go of
-# after it (a hold keeping it would starve `seal`): the hold closes it.
+# `hold [manifest | ack]`: with `manifest`, the hold session answers the manifest first, after
+# the count of its lines (the source reads exactly those as they come, with nothing after them
+# to wait for), so a copy's start costs one connection, not two; the reader lock is let go of
+# after it (a hold keeping it would starve `seal`): the hold closes it. With `ack` (the
+# destination job said it has nothing there, and the streams start beside the hold) it
+# answers only that it is up: a manifest then would walk the streams' first files as they land.
 hold)
     exec 7>> "$J/held"
     flock 7
     : > "$J/hold-started"
-    if [ "$2" = manifest ]; then
+    case "$2" in
+    manifest)
         reader
         base_manifest || exit 4
         echo $(( $(wc -l < "$J/m.dst") + 1 ))
         echo "base $BASE"
         cat "$J/m.dst"
-    fi
+        ;;
+    ack) echo 1; echo up ;;
+    esac
     exec 9>&-  # a hold lands no data: `manifest settle` must not take it for a lost chain's
     while [ "$(timeout 15 head -c 1 | wc -c)" -eq 1 ] 2>/dev/null; do :; done
     ;;
