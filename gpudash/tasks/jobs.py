@@ -24,8 +24,10 @@ from gpudash.tasks.job_scripts import (
     Launch,
     attach_script,
     cancel_script,
+    end_script,
     fetch_script,
     launch_script,
+    line_script,
     list_script,
     status_script,
 )
@@ -242,6 +244,32 @@ async def fetch(transport: Transport, task: str, offset: int, *, root: str | Non
     data = cut.feed(out)
     if not cut.found:
         raise TransportError(f"log fetch: no log on the host (exit status {code})")
+    return data
+
+
+async def wait_end(
+    transport: Transport, task: str, seconds: float, *, root: str | None = None
+) -> JobStatus:
+    """The run's status once it ended or `seconds` passed (then `done` is False)."""
+    script = end_script(task, seconds, root)
+    out, code = await transport.output(script, timeout=seconds + _CONTROL_TIMEOUT_S)
+    _lost(code, "end wait")
+    return parse_status(task, out.decode(errors="replace"))
+
+
+async def wait_line(
+    transport: Transport, task: str, prefix: str, seconds: float, *, root: str | None = None
+) -> bytes:
+    """The run's log once it has a line starting with `prefix`, or the run ended, or `seconds`
+    passed (the caller reads which from the log). Raises TransportError."""
+    marker = _marker()
+    script = line_script(task, prefix, seconds, marker, root)
+    out, code = await transport.output(script, timeout=seconds + _CONTROL_TIMEOUT_S)
+    _lost(code, "log wait")
+    cut = _MarkerCut(marker)
+    data = cut.feed(out)
+    if not cut.found:
+        raise TransportError(f"log wait: no log on the host (exit status {code})")
     return data
 
 

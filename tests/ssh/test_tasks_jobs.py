@@ -228,6 +228,40 @@ async def test_attach_ends_at_the_rc_even_while_the_wrappers_pid_still_looks_ali
         lingering.wait()
 
 
+async def test_a_waited_for_line_is_answered_as_it_is_written_and_an_end_ends_the_wait(
+    sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
+):
+    """What a copy waits on before its source starts (the destination's ready line) and after
+    it ended (the destination job's end): each one round trip that answers once the host
+    sees it, not after a fixed wait; a run that ends without the line ends the wait too."""
+    transport = ssh_pool.transport(sshd.host_config(fake_host))
+    body = "echo one; sleep 0.4; echo 'ready here'; sleep 1.2\n"
+    await jobs.launch(transport, jobs.Launch("t", prepare(script_task(body)).script, "r"))
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    log = await jobs.wait_line(transport, "t", "ready ", 20)
+    assert log == b"one\nready here\n"
+    assert 0.3 < loop.time() - t0 < 1.2
+    status = await jobs.wait_end(transport, "t", 20)
+    assert (status.done, status.rc) == (True, 0)
+    assert 1.3 < loop.time() - t0 < 3.5
+
+    await jobs.launch(transport, jobs.Launch("t", prepare(script_task("echo no\n")).script, "s"))
+    t0 = loop.time()
+    assert await jobs.wait_line(transport, "t", "ready ", 20) == b"no\n"
+    assert loop.time() - t0 < 3
+    await jobs.launch(transport, jobs.Launch("t", prepare(script_task("sleep 30\n")).script, "u"))
+    status = await jobs.wait_end(transport, "t", 0.5)  # gave up: not done, still running
+    assert (status.done, status.state) == (False, "running")
+    job = fake_host.home / ".cache/gpudash/jobs/t"
+    os.kill(int((job / "wpid").read_text()), 9)
+    os.killpg(int((job / "pgid").read_text()), 9)
+    t0 = loop.time()
+    status = await jobs.wait_end(transport, "t", 20)  # no rc will come: its lock is free
+    assert (status.done, status.state) == (True, "lost")
+    assert loop.time() - t0 < 3
+
+
 async def test_a_killed_wrapper_is_reported_lost(
     sshd: Sshd, fake_host: FakeHost, ssh_pool: SshPool
 ):
