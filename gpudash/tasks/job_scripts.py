@@ -326,40 +326,44 @@ def fetch_script(task: str, offset: int, marker: str, root: str | None = None) -
     )
 
 
+def _look_until(done: str, seconds: float) -> str:
+    """A host-side loop: `done` (a shell condition) looked at every 0.02 s until it holds or
+    `seconds` of the host's clock passed (the clock read every 25 looks: a count of looks
+    alone ran long by the looks' own cost on a busy host)."""
+    return (
+        _exports({"GPUDASH_UNTIL": max(1, round(seconds))})
+        + "end=$(( $(date +%s) + GPUDASH_UNTIL )); i=0\n"
+        + f"until {done}; do\n"
+        + "    i=$((i + 1))\n"
+        + '    [ $((i % 25)) -ne 0 ] || [ "$(date +%s)" -lt "$end" ] || break\n'
+        + "    sleep 0.02\n"
+        + "done\n"
+    )
+
+
 def end_script(task: str, seconds: float, root: str | None = None) -> str:
     """The run's status once it ended (its rc written, or its wrapper's lock let go of) or
-    `seconds` passed: a host-side look every 0.02 s, one round trip in all."""
-    looks = max(1, int(seconds / 0.02))
-    return _wrap(
-        _head(task, root)
-        + _exports({"GPUDASH_LOOKS": looks})
-        + _STATUS_BODY
-        + "i=0\n"
-        + 'while [ $i -lt "$GPUDASH_LOOKS" ] && [ -d "$J" ] && [ ! -e "$J/rc" ]'
-        + ' && ! flock -n "$J/lock" true 2>/dev/null; do\n'
-        + "    sleep 0.02; i=$((i + 1))\n"
-        + "done\n"
-        + "status_of\n"
-    )
+    about `seconds` passed: one round trip in all."""
+    ended = '[ ! -d "$J" ] || [ -e "$J/rc" ] || flock -n "$J/lock" true 2>/dev/null'
+    return _wrap(_head(task, root) + _STATUS_BODY + _look_until(ended, seconds) + "status_of\n")
 
 
 def line_script(
     task: str, prefix: str, seconds: float, marker: str, root: str | None = None
 ) -> str:
     """`marker`, then the log once it has a line starting with `prefix`, or the run ended, or
-    `seconds` passed: one round trip that answers as soon as the line is written (a host-side
-    look every 0.02 s, against a round trip and a sleep per look from gpudash)."""
-    looks = max(1, int(seconds / 0.02))
+    about `seconds` passed: one round trip that answers as soon as the line is written,
+    against a round trip and a sleep per look from gpudash."""
+    seen = (
+        '[ -e "$J/rc" ] || awk -v p="$GPUDASH_PREFIX"'
+        " 'index($0, p) == 1 { f = 1; exit } END { exit !f }' \"$J/log\""
+    )
     return _wrap(
         _head(task, root)
-        + _exports({"GPUDASH_MARK": marker, "GPUDASH_PREFIX": prefix, "GPUDASH_LOOKS": looks})
+        + _exports({"GPUDASH_MARK": marker, "GPUDASH_PREFIX": prefix})
         + '[ -e "$J/log" ] || exit 3\n'
         + "printf '%s\\n' \"$GPUDASH_MARK\"\n"
-        + "i=0\n"
-        + 'while [ $i -lt "$GPUDASH_LOOKS" ] && [ ! -e "$J/rc" ] && ! awk -v p="$GPUDASH_PREFIX"'
-        + " 'index($0, p) == 1 { f = 1; exit } END { exit !f }' \"$J/log\"; do\n"
-        + "    sleep 0.02; i=$((i + 1))\n"
-        + "done\n"
+        + _look_until(seen, seconds)
         + 'exec cat "$J/log"\n'
     )
 
