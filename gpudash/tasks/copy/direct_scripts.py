@@ -55,7 +55,10 @@ manifest() {
           -o -printf '%P\t%y\t%m\t0\t-\t\n' > "$2.list" || exit 4
       rm -rf "$2.h"; mkdir "$2.h" || exit 5
       find . -type f -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 1 sh -c "$SHA"' -- "$@" >> "$0/$$"' "$2.h"
-      find . -type f ! -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 128 sh -c "$SHA"' -- "$@" >> "$0/$$"' "$2.h"
+      # small files 1024 a hasher: each hasher's start costs more than its files' bytes (the
+      # 2,004-file rig tree: 0.13 s wall and 0.23 s CPU a manifest, against 0.16 s and 0.30 s
+      # at 128, measured 2026-12-07; a fan-out's four destinations make theirs at once)
+      find . -type f ! -size +8M -print0 | xargs -0 -r -P "$HASHERS" -n 1024 sh -c "$SHA"' -- "$@" >> "$0/$$"' "$2.h"
       find "$2.h" -type f -exec cat {} + > "$2.sha" || exit 5
       # A file that got no digest (unreadable, gone, or a name the hasher escaped) gets this
       # manifest's own random mark: it can never match the other host's line, so such a copy
