@@ -51,6 +51,27 @@ def test_a_fanout_feeds_every_destination_through_one_chain(rig5: NetRig, tmp_pa
     no_key_left(rig5)
 
 
+def test_a_destination_gpudash_cannot_reach_costs_only_itself(rig5: NetRig, tmp_path: Path):
+    """Every host's handshake is made at once: one that gpudash cannot reach fails alone,
+    with its reason, and the chain feeds the others past it."""
+    h2 = rig5.hosts[2]
+    rig5.unroute(h2)
+    try:
+        done = run(rig5, copy_config(rig5), tmp_path, "h1", "h2", "h3", "h4", timeout=240)
+    finally:
+        rig5.restore(h2)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "chain: this host -> h1 -> h3 -> h4" in out, out
+    assert "h2 | h2: cannot reach h2: " in out, out
+    src = tree_of(rig5.hosts[0].home / "src")
+    for i in (1, 3, 4):
+        assert tree_of(rig5.hosts[i].home / "dst") == src, (i, out)
+        assert f"h{i} | == copy: ok" in out, out
+    assert not (h2.home / "dst").exists()
+    no_key_left(rig5)
+
+
 def test_a_destination_lost_midway_costs_only_itself(rig5: NetRig, tmp_path: Path):
     h2, h3 = rig5.hosts[2], rig5.hosts[3]
     # h4, the chain's end, extracts and writes slowly: the whole chain moves at its pace, so
