@@ -341,21 +341,24 @@ def _look_until(done: str, seconds: float) -> str:
     )
 
 
+# A run that ended: its rc written, or its wrapper's lock let go of (killed, no rc: lost).
+_ENDED = '{ [ ! -d "$J" ] || [ -e "$J/rc" ] || flock -n "$J/lock" true 2>/dev/null; }'
+
+
 def end_script(task: str, seconds: float, root: str | None = None) -> str:
     """The run's status once it ended (its rc written, or its wrapper's lock let go of) or
     about `seconds` passed: one round trip in all."""
-    ended = '[ ! -d "$J" ] || [ -e "$J/rc" ] || flock -n "$J/lock" true 2>/dev/null'
-    return _wrap(_head(task, root) + _STATUS_BODY + _look_until(ended, seconds) + "status_of\n")
+    return _wrap(_head(task, root) + _STATUS_BODY + _look_until(_ENDED, seconds) + "status_of\n")
 
 
 def line_script(
     task: str, prefix: str, seconds: float, marker: str, root: str | None = None
 ) -> str:
-    """`marker`, then the log once it has a line starting with `prefix`, or the run ended, or
-    about `seconds` passed: one round trip that answers as soon as the line is written,
-    against a round trip and a sleep per look from gpudash."""
+    """`marker`, then the log once it has a line starting with `prefix`, or the run ended (as
+    `end_script` tells it), or about `seconds` passed: one round trip that answers as soon as
+    the line is written, against a round trip and a sleep per look from gpudash."""
     seen = (
-        '[ -e "$J/rc" ] || awk -v p="$GPUDASH_PREFIX"'
+        _ENDED + ' || awk -v p="$GPUDASH_PREFIX"'
         " 'index($0, p) == 1 { f = 1; exit } END { exit !f }' \"$J/log\""
     )
     return _wrap(

@@ -259,6 +259,7 @@ async def test_a_waited_for_line_is_answered_as_it_is_written_and_an_end_ends_th
     t0 = loop.time()
     status = await jobs.wait_end(transport, "t", 20)  # no rc will come: its lock is free
     assert (status.done, status.state) == (True, "lost")
+    assert await jobs.wait_line(transport, "t", "ready ", 20) == b""
     assert loop.time() - t0 < 3
 
 
