@@ -22,6 +22,7 @@ from tests.rig.test_copy_direct import (
     start,
     wait_for,
 )
+from tests.rig.test_copy_resume import link_bytes
 from tests.support.cli import tree_of
 from tests.support.netrig import NetRig
 
@@ -39,7 +40,12 @@ def rig5(netrig_factory) -> NetRig:
 
 
 def test_a_fanout_feeds_every_destination_through_one_chain(rig5: NetRig, tmp_path: Path):
+    """The source's link carries the tree once, each middle hop's once in and once out, the
+    last one's once in: the link counters say no destination was fed twice or from the
+    source directly (four copies from the source would be 4x on its link)."""
+    before = {h.name: link_bytes(rig5, h) for h in rig5.hosts}
     done = run(rig5, copy_config(rig5), tmp_path, "h1", "h2", "h3", "h4", timeout=240)
+    carried = {h.name: link_bytes(rig5, h) - before[h.name] for h in rig5.hosts}
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "chain: this host -> h1 -> h2 -> h3 -> h4" in out
@@ -48,6 +54,12 @@ def test_a_fanout_feeds_every_destination_through_one_chain(rig5: NetRig, tmp_pa
         assert tree_of(host.home / "dst") == src, host.name
     # the chain carried everything: each destination's own run found nothing missing
     assert out.count("every file is there; verifying") == 4, out
+    size = sum(p.stat().st_size for p in (rig5.hosts[0].home / "src").rglob("*") if p.is_file())
+    times = {name: n / size for name, n in carried.items()}
+    assert 1.0 < times["h0"] < 1.3, times
+    for name in ("h1", "h2", "h3"):
+        assert 2.0 < times[name] < 2.6, times
+    assert 1.0 < times["h4"] < 1.3, times
     no_key_left(rig5)
 
 
