@@ -63,6 +63,26 @@ def test_a_fanout_feeds_every_destination_through_one_chain(rig5: NetRig, tmp_pa
     no_key_left(rig5)
 
 
+def test_a_rerun_of_a_complete_fanout_ends_at_once_on_every_destination(
+    rig5: NetRig, tmp_path: Path
+):
+    """Each destination already complete says `done` before its hold session is in (recv.sh
+    then refuses the hold: the copy is finished); its job ends on that, not 120 s later with
+    the key left in until then and gpudash waiting 30 s for it."""
+    config = copy_config(rig5)
+    first = run(rig5, config, tmp_path, "h1", "h2", "h3", "h4", timeout=240)
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = run(rig5, config, tmp_path, "h1", "h2", "h3", "h4", timeout=240)
+    out = again.stdout + again.stderr
+    assert again.returncode == 0, out
+    assert out.count("already complete: ") == 4, out
+    assert "its job is still running" not in out, out
+    for host in rig5.hosts[1:]:
+        assert f"{host.name} | {host.name} (destination): gpudash: " in out, out
+    assert out.count("is in place and verified; the copy's key is removed") == 4, out
+    no_key_left(rig5)
+
+
 def test_a_destination_gpudash_cannot_reach_costs_only_itself(rig5: NetRig, tmp_path: Path):
     """Every host's handshake is made at once: one that gpudash cannot reach fails alone,
     with its reason, and the chain feeds the others past it."""

@@ -198,9 +198,13 @@ LINE="restrict,from=\"$GPUDASH_FROM_ADDR\",command=\"/bin/sh $J/files/recv.sh $G
 # without asking each one again
 what_is_there
 echo "gpudash-copy ready $(id -un) $BASE"
+# The copy may end before its hold session is in: a fan-out's destination that was already
+# complete says `done` within 0.5 s, while the hold's handshake still runs, and recv.sh then
+# refuses the hold (the copy is finished). So the end ends this wait too.
+ended() { [ -e "$J/finished" ] || [ -e "$J/aborted" ] || [ -e "$J/left" ]; }
 i=0
-while [ ! -e "$J/hold-started" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done
-if [ ! -e "$J/hold-started" ]; then
+while [ ! -e "$J/hold-started" ] && [ $i -lt 600 ] && ! ended; do sleep 0.2; i=$((i + 1)); done
+if [ ! -e "$J/hold-started" ] && ! ended; then
     sweep "$TAG"
     rm -f "$J/files/id"
     fail "the source host never connected (within 120 s); the key is removed"
@@ -209,7 +213,7 @@ fi
 # ends the moment it does, where a poll every 0.2 s cost 0.1 s a copy on average.
 while ! flock $WAIT "$J/held" true 2>/dev/null; do
     [ "$(date +%s)" -lt "$UNTIL" ] || break
-    [ -e "$J/finished" ] || [ -e "$J/aborted" ] || [ -e "$J/left" ] && break
+    ! ended || break
     [ "$WAIT" != -n ] || sleep 0.2
 done
 sweep "$TAG"
