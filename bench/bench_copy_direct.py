@@ -130,15 +130,15 @@ def raw(rig: NetRig) -> tuple[float, float, float]:
     return took, hashing, fast
 
 
-def machine() -> tuple[list[float], int, int]:
+def machine(rig: NetRig) -> tuple[list[float], int, int]:
     """The machine's CPU seconds by kind (/proc/stat: user, nice, system, idle, iowait, irq,
-    softirq, steal) and the packets and bytes the rig's hosts have sent so far (the bridge's
-    ports' rx counters, where every host's link enters the bridge)."""
+    softirq, steal) and the packets and bytes this rig's hosts have sent so far (its bridge's
+    ports' rx counters, where every host's link enters the bridge; another rig's are not)."""
     tick = os.sysconf("SC_CLK_TCK")
     with open("/proc/stat") as stat:
         cpu = [int(x) / tick for x in stat.readline().split()[1:9]]
     packets = octets = 0
-    for port in Path("/sys/class/net").glob("gd*v*"):
+    for port in Path("/sys/class/net").glob(f"gd{rig.run}v*"):
         with contextlib.suppress(OSError):
             packets += int((port / "statistics/rx_packets").read_text())
             octets += int((port / "statistics/rx_bytes").read_text())
@@ -150,6 +150,7 @@ class HopCpu:
     the whole machine's CPU by kind and the rig's packets over the same time."""
 
     def __init__(self, rig: NetRig) -> None:
+        self._rig = rig
         self.hosts: dict[str, str] = {}
         for host in rig.hosts:
             with_ns = Path("/run/netns") / (host.netns or "")
@@ -161,14 +162,14 @@ class HopCpu:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> HopCpu:
-        self._before = machine()
+        self._before = machine(self._rig)
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
-        self._after = machine()
+        self._after = machine(self._rig)
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
